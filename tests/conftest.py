@@ -1,0 +1,65 @@
+"""Shared fixtures: the mirror of real datasets, and a third-party plugin installed into a temporary site dir."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TOY_PLUGIN = REPO / "tests" / "fixtures" / "toy_plugin"
+
+
+def _mirror() -> Path | None:
+    value = os.environ.get("ZOO_DATA_MIRROR")
+    if value and Path(value).is_dir():
+        return Path(value).resolve()
+    fallback = REPO.parent / "shared" / "datasets"
+    return fallback if fallback.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def data_mirror() -> Path:
+    """The read-only mirror of real datasets (``$ZOO_DATA_MIRROR``); tests needing it skip without it."""
+    mirror = _mirror()
+    if mirror is None:
+        pytest.skip("no dataset mirror: set ZOO_DATA_MIRROR")
+    return mirror
+
+
+@pytest.fixture(scope="session")
+def plugin_site(tmp_path_factory) -> Path:
+    """``tests/fixtures/toy_plugin`` installed with pip (its own pyproject.toml and entry points) into a
+    temporary folder, as a third-party user would install a plugin."""
+    site = tmp_path_factory.mktemp("site")
+    source = tmp_path_factory.mktemp("src") / "toy_plugin"
+    shutil.copytree(TOY_PLUGIN, source)  # pip writes build/ next to the sources: keep the repo clean
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--disable-pip-version-check", "--target", str(site), str(source)],
+        check=True, capture_output=True, text=True, cwd=tmp_path_factory.getbasetemp(),
+    )
+    return site
+
+
+@pytest.fixture()
+def zoo_env(plugin_site, tmp_path) -> dict[str, str]:
+    """Environment for running the ``zoo`` command in a subprocess with the toy plugin installed."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(plugin_site), str(REPO), env.get("PYTHONPATH", "")])
+    env["ZOO_CACHE_DIR"] = str(tmp_path / "cache")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    mirror = _mirror()
+    if mirror:
+        env["ZOO_DATA_MIRROR"] = str(mirror)
+    return env
+
+
+def run_zoo(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``python -m zoo.cli.main ARGS`` (what the ``zoo`` script does) and capture its output."""
+    return subprocess.run([sys.executable, "-m", "zoo.cli.main", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)

@@ -1,0 +1,30 @@
+"""`zoo reproduce` writes one record per run, skips recorded runs, and renders a table with the published
+numbers beside ours."""
+
+import json
+
+from conftest import run_zoo
+
+
+def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
+    board = tmp_path / "board"
+    args = ["reproduce", "toy", "--leaderboard", str(board), "--runs", str(tmp_path / "runs")]
+    first = run_zoo([*args, "--only", "dense"], zoo_env, tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    records = sorted((board / "results" / "toy").glob("*.json"))
+    assert [p.name for p in records] == ["dense__digits__seed0.json"]
+    rec = json.loads(records[0].read_text())
+    for key in ("task", "method", "dataset", "metrics", "seed", "config", "versions", "wall_time_s", "commit",
+                "machine", "reduced"):
+        assert key in rec
+    assert rec["reduced"] is True and 0.5 < rec["metrics"]["test/acc"] <= 1.0
+    assert rec["config"]["model"]["init_args"]["num_experts"] == 0
+
+    again = run_zoo([*args, "--dry-run"], zoo_env, tmp_path)
+    assert "2 runs to do (3 in the benchmark, 1 recorded)" in again.stdout
+    assert "dense / digits" not in again.stdout
+
+    page = (board / "toy.md").read_text()
+    assert "| dataset | moe | dense | moe (published) | Reference (published) |" in page
+    assert "| digits | not run |" in page and "(n=1) † | 0.900 | 0.950 |" in page
+    assert "[toy](toy.md)" in (board / "README.md").read_text()

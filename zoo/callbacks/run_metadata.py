@@ -1,0 +1,46 @@
+"""Write ``run.json`` beside each run's logs: seed, package versions, git commit, machine and wall time."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytorch_lightning as pl
+
+from zoo.runinfo import git_commit, machine, package_versions
+
+
+class RunMetadata(pl.Callback):
+    """Record what is needed to repeat a run. The resolved config is saved next to it by LightningCLI
+    (``config.yaml``); this adds what a config does not hold."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.seed = seed
+        self._start = 0.0
+        self.wall_time_s = 0.0
+        self._folder = Path(".")
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        self._start = time.perf_counter()
+        # log_dir broadcasts under DDP, so every rank must ask for it, and early, while the group is alive
+        self._folder = Path(trainer.log_dir or trainer.default_root_dir)
+
+    def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        self.wall_time_s = time.perf_counter() - self._start
+        if trainer.is_global_zero:
+            folder = self._folder
+            folder.mkdir(parents=True, exist_ok=True)
+            stage = str(getattr(stage, "value", stage))
+            info = {
+                "stage": stage,
+                "seed": self.seed,
+                "wall_time_s": round(self.wall_time_s, 3),
+                "global_step": trainer.global_step,
+                "epochs": trainer.current_epoch,
+                "versions": package_versions(),
+                "commit": git_commit(),
+                "machine": machine(),
+                "metrics": {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1},
+            }
+            (folder / f"run_{stage}.json").write_text(json.dumps(info, indent=1) + "\n")

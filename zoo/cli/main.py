@@ -1,0 +1,108 @@
+"""Entry point of the ``zoo`` command. Sub-commands import their heavy dependencies lazily, so ``zoo --help``
+answers without importing torch."""
+
+from __future__ import annotations
+
+import sys
+
+HELP = """usage: zoo COMMAND [options]
+
+Train and reproduce Mixture-of-Experts methods from many fields.
+
+commands:
+  fit | validate | test | predict   LightningCLI: --config FILE [--key value ...]; `zoo fit --help` lists keys.
+                                    --task NAME uses the task's default config.  Resume: --ckpt_path last
+  list                              registered tasks (with load errors), their datasets, configs and routers
+  reproduce TASK [--quick] [--only SUBSTRING] [--dry-run]
+                                    run the task's benchmark rows (skipping recorded ones) and render
+                                    leaderboard/TASK.md
+  render TASK                       re-render leaderboard/TASK.md from its records
+  bench NAME [args]                 side-by-side benchmarks: {benches}
+
+environment: ZOO_DATA_DIR, ZOO_DATA_MIRROR (read-only dataset mirror), ZOO_CACHE_DIR (downloads, writable copies)
+"""
+
+LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
+BENCHES = {"moe": "zoo.bench.moe:main", "scalemoe": "tasks.rl.bench:main"}
+
+
+def _expand_task_shortcut(args: list[str]) -> list[str]:
+    """``--task NAME`` → ``--config <that task's default config>``."""
+    if "--task" not in args:
+        return args
+    i = args.index("--task")
+    if i + 1 >= len(args):
+        from zoo.errors import ConfigError
+
+        raise ConfigError("--task needs a task name (see `zoo list`)")
+    from zoo.registry import get_task
+
+    spec = get_task(args[i + 1])
+    return [*args[:i], "--config", str(spec.config_path(spec.default_config)), *args[i + 2 :]]
+
+
+def _run(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(HELP.format(benches=", ".join(BENCHES)))
+        return 0
+    command, rest = argv[0], argv[1:]
+    if command in LIGHTNING_COMMANDS:
+        from zoo.cli.lightning_cli import ZooCLI
+
+        # LightningCLI reads sys.argv; DDP's launcher re-executes it in each worker, so it must hold the
+        # expanded arguments, not the original program-relative ones.
+        sys.argv = [sys.argv[0], command, *_expand_task_shortcut(rest)]
+        ZooCLI()
+        return 0
+    if command == "list":
+        from zoo.cli.list_cmd import list_tasks
+
+        return list_tasks(rest)
+    if command in ("reproduce", "render"):
+        from zoo.cli.reproduce import reproduce_main
+
+        return reproduce_main([command, *rest])
+    if command == "bench":
+        if not rest or rest[0] not in BENCHES:
+            from zoo.errors import ConfigError
+
+            raise ConfigError(f"unknown benchmark {rest[0] if rest else ''!r}; choose from: {', '.join(BENCHES)}")
+        from zoo.registry import load_object
+
+        return int(load_object(BENCHES[rest[0]])(rest[1:]) or 0)
+    from zoo.errors import ConfigError
+
+    raise ConfigError(f"unknown command {command!r}; run `zoo --help`")
+
+
+def _user_error(exc: BaseException) -> BaseException | None:
+    """The ZooError behind ``exc``, if any (jsonargparse and Lightning may wrap it)."""
+    from zoo.errors import ZooError
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, ZooError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        code = _run(argv)
+    except KeyboardInterrupt:
+        print("zoo: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - user errors become one line; real bugs keep their traceback
+        user = _user_error(exc)
+        if user is None:
+            raise
+        print(f"zoo: error: {user}", file=sys.stderr)
+        return 2
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""``zoo reproduce TASK``: run every benchmark row of a task, one record per (seed, fold), resumable.
+
+A row already recorded is skipped. A row whose run was killed resumes from its ``last.ckpt``. ``--quick``
+adds each row's ``quick_overrides`` (a smoke run) and writes under ``runs/quick/`` so that the real leaderboard
+never holds smoke numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+import yaml
+
+from zoo.leaderboard.record import RunRecord, read_records, record_key, results_dir, write_record
+from zoo.leaderboard.render import render_index, render_task
+from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
+from zoo.runinfo import git_commit, machine, package_versions
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="zoo reproduce", description=__doc__)
+    p.add_argument("task")
+    p.add_argument("--quick", action="store_true", help="smoke settings; records go under runs/quick/")
+    p.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="run only rows whose 'method/dataset' contains this text (repeatable)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="list the runs that would execute and exit")
+    p.add_argument("--leaderboard", type=Path, default=None, help="leaderboard folder (default: the repo's)")
+    p.add_argument("--runs", type=Path, default=None, help="folder for logs and checkpoints (default: runs/)")
+    return p
+
+
+def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quick: bool, run_dir: Path) -> RunRecord:
+    """Fit then test one (row, seed, fold); return its record (not yet written)."""
+    from zoo.cli.lightning_cli import ZooCLI
+
+    args = [
+        "--config",
+        str(spec.config_path(row.config)),
+        *row.overrides,
+        *(row.quick_overrides if quick else ()),
+        "--seed_everything",
+        str(seed),
+        "--trainer.default_root_dir",
+        str(run_dir),
+    ]
+    if fold is not None:
+        args += ["--data.init_args.fold", str(fold)]
+    start = time.perf_counter()
+    cli = ZooCLI(args=args, run=False)
+    trainer, model = cli.trainer, cli.model
+    last = run_dir / "checkpoints" / "last.ckpt"
+    trainer.fit(model, datamodule=cli.datamodule, ckpt_path=str(last) if last.exists() else None, weights_only=True)
+    best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
+    use_best = bool(getattr(model, "checkpoint_monitor", None) and best)
+    trainer.test(
+        model, datamodule=cli.datamodule, ckpt_path="best" if use_best else None, verbose=False, weights_only=True
+    )
+    metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/") and v.numel() == 1}
+    extra = model.extra_results() if hasattr(model, "extra_results") else {}
+    if last.exists():
+        extra.setdefault("resumed_from_checkpoint", False)
+    config = yaml.safe_load(cli.parser.dump(cli.config, skip_none=False))
+    return RunRecord(
+        task=spec.name,
+        method=row.method,
+        dataset=row.dataset,
+        metrics=metrics,
+        seed=seed,
+        fold=fold,
+        config=config,
+        versions=package_versions(),
+        wall_time_s=round(time.perf_counter() - start, 2),
+        commit=git_commit(),
+        machine=machine(),
+        reduced=row.reduced or quick,
+        note=("quick smoke settings; " if quick else "") + row.note,
+        extra=extra,
+    )
+
+
+def _write_pages(spec: TaskSpec, leaderboard: Path) -> Path:
+    page = leaderboard / f"{spec.name}.md"
+    page.write_text(render_task(spec, read_records(spec.name, leaderboard)))
+    (leaderboard / "README.md").write_text(render_index(leaderboard))
+    return page
+
+
+def reproduce_main(argv: list[str]) -> int:
+    command, argv = argv[0], argv[1:]
+    if command == "render":
+        p = argparse.ArgumentParser(prog="zoo render")
+        p.add_argument("task")
+        p.add_argument("--leaderboard", type=Path, default=repository_root() / "leaderboard")
+        ns = p.parse_args(argv)
+        print(_write_pages(get_task(ns.task), ns.leaderboard))
+        return 0
+    ns = _parser().parse_args(argv)
+    spec = get_task(ns.task)
+    runs_root = ns.runs or repository_root() / "runs"
+    leaderboard = ns.leaderboard or (
+        runs_root / "quick" / "leaderboard" if ns.quick else repository_root() / "leaderboard"
+    )
+    leaderboard.mkdir(parents=True, exist_ok=True)
+    done = {rec.key() for rec in read_records(spec.name, leaderboard)}
+    todo = []
+    for row in spec.benchmark:
+        if ns.only and not any(s in f"{row.method}/{row.dataset}" for s in ns.only):
+            continue
+        for seed, fold in row.runs():
+            if record_key(row.method, row.dataset, seed, fold) not in done:
+                todo.append((row, seed, fold))
+    total = sum(len(r.runs()) for r in spec.benchmark)
+    print(f"zoo reproduce {spec.name}: {len(todo)} runs to do ({total} in the benchmark, {len(done)} recorded)")
+    if ns.dry_run:
+        for row, seed, fold in todo:
+            print(f"  {row.method} / {row.dataset} seed={seed}" + (f" fold={fold}" if fold is not None else ""))
+        return 0
+    failures = 0
+    for i, (row, seed, fold) in enumerate(todo, 1):
+        key = record_key(row.method, row.dataset, seed, fold)
+        print(f"[{i}/{len(todo)}] {key}", flush=True)
+        record = run_one(
+            spec, row, seed, fold, ns.quick, runs_root / ("quick" if ns.quick else "reproduce") / spec.name / key
+        )
+        if any(math.isnan(v) for v in record.metrics.values()) or not record.metrics:
+            print(f"  no finite test metrics for {key}: {record.metrics}", flush=True)
+            failures += 1
+        write_record(record, leaderboard)
+        print(f"  {record.metrics}  ({record.wall_time_s:.1f} s) -> {results_dir(spec.name, leaderboard)}", flush=True)
+        _write_pages(spec, leaderboard)
+    print(_write_pages(spec, leaderboard))
+    return 1 if failures else 0

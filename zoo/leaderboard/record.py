@@ -1,0 +1,66 @@
+"""One JSON record per finished run under ``leaderboard/results/<task>/``: the only source of leaderboard numbers."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from zoo.registry import repository_root
+
+
+@dataclass
+class RunRecord:
+    """A finished run: what was run (task, method, dataset, config, seed, fold), what it measured and how.
+
+    ``metrics`` maps a logged metric name (``"test/mse"``) to its value; ``extra`` holds task-specific
+    structured results (robustness evaluations, routing stats). ``reduced`` flags settings smaller than the
+    paper's (fewer epochs, smaller model), explained in ``note``.
+    """
+
+    task: str
+    method: str
+    dataset: str
+    metrics: dict[str, float]
+    seed: int
+    config: dict
+    versions: dict[str, str]
+    wall_time_s: float
+    commit: str
+    machine: dict
+    reduced: bool = False
+    fold: int | None = None
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def key(self) -> str:
+        return record_key(self.method, self.dataset, self.seed, self.fold)
+
+
+def record_key(method: str, dataset: str, seed: int, fold: int | None = None) -> str:
+    """File stem of a record: filesystem-safe and unique per (method, dataset, seed, fold)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{method}__{dataset}")
+    return f"{safe}__seed{seed}" + (f"__fold{fold}" if fold is not None else "")
+
+
+def results_dir(task: str, root: Path | None = None) -> Path:
+    return (root or repository_root() / "leaderboard") / "results" / task
+
+
+def write_record(record: RunRecord, root: Path | None = None) -> Path:
+    """Write atomically (temp file + rename) so a killed run never leaves a half record behind."""
+    folder = results_dir(record.task, root)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{record.key()}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(asdict(record), indent=1, sort_keys=True, default=str) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def read_records(task: str, root: Path | None = None) -> list[RunRecord]:
+    folder = results_dir(task, root)
+    if not folder.is_dir():
+        return []
+    return [RunRecord(**json.loads(p.read_text())) for p in sorted(folder.glob("*.json"))]

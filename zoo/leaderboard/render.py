@@ -1,0 +1,128 @@
+"""Render a task's run records into a markdown table, published reference numbers beside ours."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from zoo.leaderboard.record import RunRecord
+from zoo.registry import BenchmarkRow, TaskSpec, load_object, repository_root
+
+
+def mean_std(values: list[float]) -> str:
+    """``mean ± std (n)``; std is the sample standard deviation, omitted for a single run."""
+    values = [v for v in values if not math.isnan(v)]
+    if not values:
+        return "—"
+    digits = 3 if max(abs(v) for v in values) < 100 else 1
+    mean = statistics.fmean(values)
+    if len(values) == 1:
+        return f"{mean:.{digits}f} (n=1)"
+    return f"{mean:.{digits}f} ± {statistics.stdev(values):.{digits}f} (n={len(values)})"
+
+
+def _published_columns(rows: tuple[BenchmarkRow, ...], metric: str) -> dict[str, dict[str, float]]:
+    """Column label -> dataset -> published value. Keys ``"metric"`` belong to the row's own method,
+    ``"Name:metric"`` to a method we do not run (e.g. ``"iTransformer:test/mse"``)."""
+    columns: dict[str, dict[str, float]] = defaultdict(dict)
+    for row in rows:
+        for key, value in row.published.items():
+            owner, _, name = key.rpartition(":")
+            if name == metric:
+                columns[f"{owner or row.method} (published)"][row.dataset] = value
+    return columns
+
+
+def render_task(spec: TaskSpec, records: list[RunRecord]) -> str:
+    """Markdown for ``leaderboard/<task>.md``: one table per metric plus wall time, provenance and notes."""
+    methods = list(dict.fromkeys(r.method for r in spec.benchmark))
+    datasets = list(dict.fromkeys(r.dataset for r in spec.benchmark))
+    for rec in records:
+        if rec.method not in methods:
+            methods.append(rec.method)
+        if rec.dataset not in datasets:
+            datasets.append(rec.dataset)
+    cells: dict[tuple[str, str], list[RunRecord]] = defaultdict(list)
+    for rec in records:
+        cells[(rec.dataset, rec.method)].append(rec)
+    metrics = list(spec.metrics) or sorted({m for r in records for m in r.metrics})
+
+    lines = [
+        f"# {spec.name}",
+        "",
+        spec.description,
+        "",
+        f"Produced by `zoo reproduce {spec.name}`; every number comes from a record in "
+        f"`leaderboard/results/{spec.name}/` (config, seed, versions, wall time, commit). "
+        "† marks cells run with reduced settings (see notes). Published numbers are quoted, not re-run.",
+        "",
+    ]
+    for metric in metrics:
+        better = "higher" if metric in spec.higher_is_better else "lower"
+        published = _published_columns(spec.benchmark, metric)
+        header = ["dataset", *methods, *published]
+        lines += [f"## {metric} ({better} is better)", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for ds in datasets:
+            row = [ds]
+            for method in methods:
+                recs = cells.get((ds, method), [])
+                text = mean_std([r.metrics.get(metric, math.nan) for r in recs]) if recs else "not run"
+                row.append(text + (" †" if any(r.reduced for r in recs) else ""))
+            row += [f"{published[col][ds]:.3f}" if ds in published[col] else "" for col in published]
+            lines.append("| " + " | ".join(row) + " |")
+        lines.append("")
+
+    lines += [
+        "## Wall time per run (s)",
+        "",
+        "| dataset | " + " | ".join(methods) + " |",
+        "|" + "---|" * (len(methods) + 1),
+    ]
+    for ds in datasets:
+        times = [mean_std([r.wall_time_s for r in cells[(ds, m)]]) if cells.get((ds, m)) else "" for m in methods]
+        lines.append(f"| {ds} | " + " | ".join(times) + " |")
+    lines.append("")
+
+    if spec.extra_tables:
+        extra = load_object(spec.extra_tables)(records)
+        if extra:
+            lines += [extra.rstrip(), ""]
+
+    notes = sorted({f"- {r.method} / {r.dataset}: {r.note}" for r in spec.benchmark if r.note})
+    sources = sorted({r.published_source for r in spec.benchmark if r.published_source})
+    versions = sorted({", ".join(f"{k} {v}" for k, v in r.versions.items()) for r in records})
+    machines = sorted({f"{r.machine.get('cpu', '?')} ({r.machine.get('cores', '?')} cores)" for r in records})
+    commits = sorted({r.commit[:12] for r in records if r.commit})
+    lines += [
+        "## Notes",
+        "",
+        *notes,
+        "",
+        "Published numbers: " + ("; ".join(sources) or "none"),
+        "",
+        f"Runs: {len(records)} records; machines: {'; '.join(machines) or '—'}; commits: {', '.join(commits) or '—'}",
+        "",
+        "Versions: " + (" | ".join(versions) or "—"),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def render_index(leaderboard_dir: Path | None = None) -> str:
+    """``leaderboard/README.md``: one line per table in the folder."""
+    folder = leaderboard_dir or repository_root() / "leaderboard"
+    lines = [
+        "# Leaderboard",
+        "",
+        "Each table is generated from the JSON records under `results/<table>/`; "
+        "re-render one with `zoo render TASK`, extend it with `zoo reproduce TASK`.",
+        "",
+    ]
+    for page in sorted(folder.glob("*.md")):
+        if page.name == "README.md":
+            continue
+        first = next((ln for ln in page.read_text().splitlines() if ln.strip() and not ln.startswith("#")), "")
+        lines.append(f"- [{page.stem}]({page.name}): {first[:160]}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,153 @@
+"""Task plugins discovered through the ``zoo.tasks`` entry-point group.
+
+A plugin is any installed distribution that declares, in its ``pyproject.toml``::
+
+    [project.entry-points."zoo.tasks"]
+    mytask = "my_package.spec:SPEC"
+
+where ``SPEC`` is a :class:`TaskSpec`. Built-in tasks register exactly this way (see this project's
+``pyproject.toml``), following nerfstudio's ``nerfstudio.method_configs`` pattern. Specs name classes by dotted
+path so that ``zoo list`` stays fast: nothing heavy is imported until a task is trained.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from zoo.errors import ConfigError
+
+ENTRY_POINT_GROUP = "zoo.tasks"
+
+
+@dataclass(frozen=True)
+class BenchmarkRow:
+    """One cell group of a task's leaderboard table: a config run for each seed (or fold) and tested.
+
+    Attributes:
+        method: column of the table, e.g. ``"seer"``, ``"dense"``, ``"patchtst"``.
+        dataset: row of the table, e.g. ``"ETTh1/96"``.
+        config: YAML config, relative to the task's ``config_dir``.
+        overrides: extra ``--key value`` CLI arguments applied after the config.
+        seeds: one run (one JSON record) per seed.
+        folds: for cross-validation, one run per (seed, fold); ``--data.init_args.fold`` is set to each.
+        published: the published reference numbers for this cell, metric name -> value.
+        published_source: where ``published`` comes from (paper, table).
+        quick_overrides: overrides added by ``zoo reproduce --quick`` (a smoke run, flagged as reduced).
+        reduced: True when this row deviates from the paper's settings (fewer epochs, smaller model);
+            ``note`` says how. Reduced rows are flagged in the table.
+        note: free text shown beside the row.
+    """
+
+    method: str
+    dataset: str
+    config: str
+    overrides: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = (0,)
+    folds: int = 0
+    published: dict[str, float] = field(default_factory=dict)
+    published_source: str = ""
+    quick_overrides: tuple[str, ...] = ()
+    reduced: bool = False
+    note: str = ""
+
+    def runs(self) -> list[tuple[int, int | None]]:
+        """The (seed, fold) pairs this row expands to; fold is None without cross-validation."""
+        folds: list[int | None] = list(range(self.folds)) if self.folds else [None]
+        return [(seed, fold) for seed in self.seeds for fold in folds]
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What a plugin's ``zoo.tasks`` entry point yields.
+
+    Attributes:
+        name: the task's name on the command line (``zoo reproduce NAME``).
+        description: one line for ``zoo list``.
+        model: dotted path ``"package.module:Class"`` of the LightningModule (MoE method and its dense twin
+            are usually one class selected by config, or several classes listed in ``models``).
+        datamodules: dataset family name -> dotted path of its LightningDataModule.
+        config_dir: folder holding the task's YAML configs (absolute, or relative to the repository root).
+        default_config: the config ``zoo fit --task NAME`` uses, relative to ``config_dir``.
+        benchmark: the rows ``zoo reproduce NAME`` runs.
+        metrics: the test metrics shown in the leaderboard (logged names, e.g. ``"test/mse"``); lower is
+            better unless the name is listed in ``higher_is_better``.
+        higher_is_better: metrics where larger is better.
+        datasets: names in the ``zoo.data`` catalog this task reads (for ``zoo list``).
+        extra_tables: dotted path of ``fn(records) -> str`` returning extra markdown for the leaderboard
+            page (robustness table, diagnostics), or "".
+    """
+
+    name: str
+    description: str
+    model: str
+    datamodules: dict[str, str]
+    config_dir: str
+    default_config: str = ""
+    benchmark: tuple[BenchmarkRow, ...] = ()
+    metrics: tuple[str, ...] = ()
+    higher_is_better: tuple[str, ...] = ()
+    datasets: tuple[str, ...] = ()
+    extra_tables: str = ""
+    models: dict[str, str] = field(default_factory=dict)
+
+    def config_path(self, relative: str) -> Path:
+        path = Path(self.config_dir) / relative
+        if not path.is_absolute():
+            path = repository_root() / path
+        return path
+
+
+@dataclass(frozen=True)
+class PluginLoad:
+    """Result of loading one entry point: the spec, or the error that stopped it."""
+
+    name: str
+    target: str
+    spec: TaskSpec | None
+    error: str | None
+
+
+def repository_root() -> Path:
+    """The folder holding ``zoo/`` and ``tasks/`` (configs of built-in tasks are found relative to it)."""
+    return Path(__file__).resolve().parent.parent
+
+
+def load_object(dotted: str):
+    """Import ``"package.module:attr"`` (or ``"package.module.attr"``) and return the attribute."""
+    module_name, _, attr = dotted.partition(":")
+    if not attr:
+        module_name, _, attr = dotted.rpartition(".")
+    module = importlib.import_module(module_name)
+    try:
+        return getattr(module, attr)
+    except AttributeError as exc:
+        raise ConfigError(f"{module_name!r} has no attribute {attr!r}") from exc
+
+
+def discover() -> list[PluginLoad]:
+    """Load every ``zoo.tasks`` entry point; a plugin that fails to import is returned with its error."""
+    loads = []
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            spec = ep.load()
+            if not isinstance(spec, TaskSpec):
+                raise TypeError(f"entry point must name a zoo.registry.TaskSpec, got {type(spec).__name__}")
+            loads.append(PluginLoad(ep.name, ep.value, spec, None))
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not hide the others
+            loads.append(PluginLoad(ep.name, ep.value, None, f"{type(exc).__name__}: {exc}"))
+    return loads
+
+
+def get_task(name: str) -> TaskSpec:
+    """The spec of a registered task; an unknown or broken one raises ConfigError naming the choices."""
+    loads = {load.name: load for load in discover()}
+    if name not in loads:
+        known = ", ".join(sorted(loads)) or "(none installed)"
+        raise ConfigError(f"unknown task {name!r}; registered tasks: {known}")
+    load = loads[name]
+    if load.spec is None:
+        raise ConfigError(f"task {name!r} ({load.target}) failed to load: {load.error}")
+    return load.spec
