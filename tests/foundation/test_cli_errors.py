@@ -1,6 +1,6 @@
 """Bad input gives one short message and a non-zero exit code, never a traceback wall."""
 
-from conftest import run_zoo
+from conftest import REPO, run_zoo
 
 
 def _assert_short_error(out, *needles):
@@ -30,3 +30,14 @@ def test_wrong_type_in_config(zoo_env, tmp_path):
 def test_unknown_command_and_benchmark(zoo_env, tmp_path):
     _assert_short_error(run_zoo(["frobnicate"], zoo_env, tmp_path), "unknown command")
     _assert_short_error(run_zoo(["bench", "nope"], zoo_env, tmp_path), "unknown benchmark")
+
+
+def test_missing_dataset_in_a_real_task(zoo_env, tmp_path, monkeypatch):
+    env = {k: v for k, v in zoo_env.items() if k not in ("ZOO_DATA_MIRROR", "ZOO_DATA_DIR")}
+    env["ZOO_DATA_DIR"] = str(tmp_path / "empty")
+    # an unroutable proxy makes the download fail fast and the same way on- and offline
+    env["https_proxy"] = env["HTTPS_PROXY"] = "http://127.0.0.1:9"
+    config = REPO / "configs" / "seer" / "etth1_96_seer.yaml"
+    out = run_zoo(["fit", "--config", str(config), "--trainer.default_root_dir", "run"], env, tmp_path)
+    _assert_short_error(out, "dataset 'ETT-small' not found", str(tmp_path / "empty" / "ETT-small"),
+                        "download failed", "github.com/zhouhaoyi/ETDataset")
