@@ -39,9 +39,23 @@ def plugin_site(tmp_path_factory) -> Path:
     source = tmp_path_factory.mktemp("src") / "toy_plugin"
     shutil.copytree(TOY_PLUGIN, source)  # pip writes build/ next to the sources: keep the repo clean
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "--target", str(site), str(source)],
-        check=True, capture_output=True, text=True, cwd=tmp_path_factory.getbasetemp(),
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--target",
+            str(site),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path_factory.getbasetemp(),
     )
     return site
 
@@ -61,5 +75,6 @@ def zoo_env(plugin_site, tmp_path) -> dict[str, str]:
 
 def run_zoo(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run ``python -m zoo.cli.main ARGS`` (what the ``zoo`` script does) and capture its output."""
-    return subprocess.run([sys.executable, "-m", "zoo.cli.main", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "zoo.cli.main", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )

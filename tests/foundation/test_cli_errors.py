@@ -39,5 +39,10 @@ def test_missing_dataset_in_a_real_task(zoo_env, tmp_path, monkeypatch):
     env["https_proxy"] = env["HTTPS_PROXY"] = "http://127.0.0.1:9"
     config = REPO / "configs" / "seer" / "etth1_96_seer.yaml"
     out = run_zoo(["fit", "--config", str(config), "--trainer.default_root_dir", "run"], env, tmp_path)
-    _assert_short_error(out, "dataset 'ETT-small' not found", str(tmp_path / "empty" / "ETT-small"),
-                        "download failed", "github.com/zhouhaoyi/ETDataset")
+    _assert_short_error(
+        out,
+        "dataset 'ETT-small' not found",
+        str(tmp_path / "empty" / "ETT-small"),
+        "download failed",
+        "github.com/zhouhaoyi/ETDataset",
+    )

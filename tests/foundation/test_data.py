@@ -51,8 +51,13 @@ def test_missing_dataset_names_every_place_tried_and_the_url(clean_env, tmp_path
     with pytest.raises(DatasetNotFoundError) as info:
         resolve("weather")
     message = str(info.value)
-    for needle in ("'weather' not found", str(tmp_path / "nothing" / "weather"), "download cache",
-                   "no automatic download", "Time-Series-Library"):
+    for needle in (
+        "'weather' not found",
+        str(tmp_path / "nothing" / "weather"),
+        "download cache",
+        "no automatic download",
+        "Time-Series-Library",
+    ):
         assert needle in message
 
 

@@ -14,8 +14,9 @@ def test_zoo_list_shows_installed_plugin_and_reports_broken_one(zoo_env, tmp_pat
 
 
 def test_zoo_fit_trains_plugin_task_and_saves_run_metadata(zoo_env, tmp_path):
-    out = run_zoo(["fit", "--task", "toy", "--trainer.max_epochs", "2", "--trainer.default_root_dir", "run"],
-                  zoo_env, tmp_path)
+    out = run_zoo(
+        ["fit", "--task", "toy", "--trainer.max_epochs", "2", "--trainer.default_root_dir", "run"], zoo_env, tmp_path
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     run = tmp_path / "run"
     assert (run / "checkpoints" / "last.ckpt").is_file()

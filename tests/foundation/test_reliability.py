@@ -45,8 +45,21 @@ def test_sigkill_then_resume_matches_uninterrupted_run(zoo_env, tmp_path):
 
 def test_nan_loss_stops_with_step_and_keeps_last_good_checkpoint(zoo_env, tmp_path):
     # 1200 train samples / batch 64 = 19 steps per epoch; step 30 is inside epoch 1
-    out = run_zoo(["fit", "--task", "toy", "--trainer.max_epochs", "3", "--model.init_args.nan_at_step", "30",
-                   "--trainer.default_root_dir", "run"], zoo_env, tmp_path)
+    out = run_zoo(
+        [
+            "fit",
+            "--task",
+            "toy",
+            "--trainer.max_epochs",
+            "3",
+            "--model.init_args.nan_at_step",
+            "30",
+            "--trainer.default_root_dir",
+            "run",
+        ],
+        zoo_env,
+        tmp_path,
+    )
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert "loss is nan at global step 30" in out.stderr
@@ -56,12 +69,14 @@ def test_nan_loss_stops_with_step_and_keeps_last_good_checkpoint(zoo_env, tmp_pa
 
 
 def test_checkpoints_load_weights_only_and_cli_defaults_to_it(zoo_env, tmp_path):
-    out = run_zoo(["fit", "--task", "toy", "--trainer.max_epochs", "1", "--trainer.default_root_dir", "run"],
-                  zoo_env, tmp_path)
+    out = run_zoo(
+        ["fit", "--task", "toy", "--trainer.max_epochs", "1", "--trainer.default_root_dir", "run"], zoo_env, tmp_path
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     ckpt = tmp_path / "run" / "checkpoints" / "last.ckpt"
     torch.load(ckpt, weights_only=True)  # raises if anything but tensors and primitives were pickled
-    out = run_zoo(["test", "--task", "toy", "--ckpt_path", str(ckpt), "--trainer.default_root_dir", "run"],
-                  zoo_env, tmp_path)
+    out = run_zoo(
+        ["test", "--task", "toy", "--ckpt_path", str(ckpt), "--trainer.default_root_dir", "run"], zoo_env, tmp_path
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "test/acc" in out.stdout

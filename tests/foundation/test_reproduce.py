@@ -14,8 +14,19 @@ def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
     records = sorted((board / "results" / "toy").glob("*.json"))
     assert [p.name for p in records] == ["dense__digits__seed0.json"]
     rec = json.loads(records[0].read_text())
-    for key in ("task", "method", "dataset", "metrics", "seed", "config", "versions", "wall_time_s", "commit",
-                "machine", "reduced"):
+    for key in (
+        "task",
+        "method",
+        "dataset",
+        "metrics",
+        "seed",
+        "config",
+        "versions",
+        "wall_time_s",
+        "commit",
+        "machine",
+        "reduced",
+    ):
         assert key in rec
     assert rec["reduced"] is True and 0.5 < rec["metrics"]["test/acc"] <= 1.0
     assert rec["config"]["model"]["init_args"]["num_experts"] == 0
