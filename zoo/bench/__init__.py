@@ -1,0 +1,1 @@
+"""Benchmarks run by `zoo bench <name>`; each module has `main(argv) -> int`."""

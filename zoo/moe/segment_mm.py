@@ -1,0 +1,70 @@
+"""Segment matmul: rows sorted by expert, one matmul per expert segment against a stacked weight.
+
+``segment_mm(x, weight, counts)`` computes ``y[s] = x[s] @ weight[e]`` for each contiguous segment ``s``
+of ``counts[e]`` rows. Shapes: x (N, a), weight (E, a, b), counts list of E ints summing to N -> y (N, b).
+
+Why a custom autograd function: slicing ``weight[e]`` inside autograd makes every slice's backward
+materialise a full ``(E, a, b)`` zero gradient (O(E^2) memory traffic), and ``weight.unbind(0)`` still
+copies all E gradients once more in its ``stack`` backward. Here the backward writes each expert's
+gradient straight into one preallocated ``(E, a, b)`` buffer with ``out=``, and the forward writes each
+segment into one preallocated output, so the only per-expert cost is the matmul itself.
+``torch._grouped_mm`` was measured slower than this loop on CPU in torch 2.14 (see leaderboard/moe_layer.md).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def _segments(counts: list[int]):
+    start = 0
+    for e, n in enumerate(counts):
+        if n:
+            yield e, start, start + n
+        start += n
+
+
+class _SegmentMM(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None, counts: list[int]) -> Tensor:
+        out = x.new_empty(x.shape[0], weight.shape[2])
+        for e, s, t in _segments(counts):
+            if bias is None:
+                torch.mm(x[s:t], weight[e], out=out[s:t])
+            else:
+                torch.addmm(bias[e], x[s:t], weight[e], out=out[s:t])
+        ctx.save_for_backward(x, weight)
+        ctx.counts = counts
+        ctx.has_bias = bias is not None
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        x, weight = ctx.saved_tensors
+        grad = grad.contiguous()
+        counts = ctx.counts
+        gx = torch.empty_like(x) if ctx.needs_input_grad[0] else None
+        gw = torch.empty_like(weight) if ctx.needs_input_grad[1] else None
+        gb = None
+        if ctx.has_bias and ctx.needs_input_grad[2]:  # one op for all experts (faster than segment_reduce)
+            rows = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts)).to(grad.device)
+            gb = grad.new_zeros(weight.shape[0], weight.shape[2]).index_add_(0, rows, grad)
+        for e, s, t in _segments(counts):
+            if gx is not None:
+                torch.mm(grad[s:t], weight[e].t(), out=gx[s:t])
+            if gw is not None:
+                torch.mm(x[s:t].t(), grad[s:t], out=gw[e])
+        empty = [e for e, n in enumerate(counts) if n == 0]
+        if gw is not None and empty:
+            gw[empty] = 0  # experts without tokens get an exact zero gradient
+        return gx, gw, gb, None
+
+
+def segment_mm(x: Tensor, weight: Tensor, counts: list[int], bias: Tensor | None = None) -> Tensor:
+    """(N, a) rows sorted by expert, (E, a, b) weight, E segment lengths [, (E, b) bias] -> (N, b)."""
+    if x.shape[0] == 0:
+        return x.new_zeros(0, weight.shape[2])
+    if weight.dtype != x.dtype:
+        x = x.to(weight.dtype)
+    return _SegmentMM.apply(x.contiguous(), weight, bias, list(counts))
