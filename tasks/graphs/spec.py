@@ -1,0 +1,80 @@
+"""Task spec of C2GMoE (graph MoE with contrastive routing and confidence-aware fusion) -- imports nothing heavy."""
+
+from __future__ import annotations
+
+from zoo.registry import BenchmarkRow, TaskSpec
+
+METHODS = ("gcn", "gat", "gmoe", "c2gmoe", "c2gmoe_no_contrast", "c2gmoe_no_confidence")
+TU_DATASETS = ("MUTAG", "PTC_MR", "PROTEINS", "ENZYMES")
+
+GIN_SOURCE = (
+    "Xu et al., How Powerful are Graph Neural Networks? (ICLR 2019), Table 1, GCN row (10-fold CV, "
+    "epoch chosen on the averaged test-fold curve)"
+)
+PUBLISHED = {
+    ("gcn", "Cora"): ({"test/acc": 0.815}, "Kipf & Welling, ICLR 2017, Table 2"),
+    ("gat", "Cora"): ({"test/acc": 0.830}, "Velickovic et al., ICLR 2018, Table 2"),
+    ("gcn", "MUTAG"): ({"test/acc": 0.856}, GIN_SOURCE),
+    ("gcn", "PTC_MR"): ({"test/acc": 0.642}, GIN_SOURCE),
+    ("gcn", "PROTEINS"): ({"test/acc": 0.760}, GIN_SOURCE),
+}
+
+# Budget: the issue allows ~3 h for everything; this session had ~1.5 h of a 2-core CPU shared with five other
+# tasks (load average ~15-18, our runs at nice 10), so every row is reduced and flagged: Cora 2 seeds (the issue
+# asks 10), 200 epochs for GCN/GAT and 100 for the MoE methods; graph datasets: stratified 10-fold CV, 1 seed,
+# GRAPH_EPOCHS epochs (GIN trains 350), and on PROTEINS / ENZYMES only the first 3 of the 10 folds.
+NODE_SEEDS = (0, 1)
+NODE_EPOCHS = {"gcn": 200, "gat": 200}  # MoE methods: NODE_MOE_EPOCHS
+NODE_MOE_EPOCHS = 100
+GRAPH_FOLDS = {"MUTAG": 10, "PTC_MR": 10, "PROTEINS": 3, "ENZYMES": 3}  # PROTEINS/ENZYMES: folds 0-2 of the 10
+GRAPH_EPOCHS = {"MUTAG": 60, "PTC_MR": 60, "PROTEINS": 20, "ENZYMES": 40}
+QUICK = ("--trainer.max_epochs", "2")
+
+
+def _row(method: str, dataset: str) -> BenchmarkRow:
+    published, source = PUBLISHED.get((method, dataset), ({}, ""))
+    if dataset == "Cora":
+        epochs = NODE_EPOCHS.get(method, NODE_MOE_EPOCHS)
+        return BenchmarkRow(
+            method=method,
+            dataset=dataset,
+            config=f"cora_{method}.yaml",
+            overrides=("--trainer.max_epochs", str(epochs)),
+            seeds=NODE_SEEDS,
+            published=published,
+            published_source=source,
+            quick_overrides=QUICK,
+            reduced=True,
+            note=f"{len(NODE_SEEDS)} seeds (issue: 10), {epochs} epochs (GCN/GAT papers: 200+)",
+        )
+    epochs = GRAPH_EPOCHS[dataset]
+    return BenchmarkRow(
+        method=method,
+        dataset=dataset,
+        config=f"tu_{method}.yaml",
+        overrides=("--data.init_args.name", dataset, "--trainer.max_epochs", str(epochs)),
+        seeds=(0,),
+        folds=GRAPH_FOLDS[dataset],
+        published=published,
+        published_source=source,
+        quick_overrides=QUICK,
+        reduced=True,
+        note=f"{epochs} epochs, model selected on a 10% stratified val split of the training folds"
+        + ("" if GRAPH_FOLDS[dataset] == 10 else f"; only folds 0-{GRAPH_FOLDS[dataset] - 1} of the 10"),
+    )
+
+
+C2GMOE = TaskSpec(
+    name="c2gmoe",
+    description="C2GMoE graph MoE (contrastive routing + confidence-aware fusion) vs GCN/GAT/GMoE on Cora and TU",
+    model="tasks.graphs.module:NodeClassifier",
+    models={"node": "tasks.graphs.module:NodeClassifier", "graph": "tasks.graphs.module:GraphClassifier"},
+    datamodules={"planetoid": "tasks.graphs.data:PlanetoidDataModule", "tu": "tasks.graphs.data:TUDataModule"},
+    config_dir="configs/c2gmoe",
+    default_config="cora_c2gmoe.yaml",
+    benchmark=tuple(_row(m, d) for d in ("Cora", *TU_DATASETS) for m in METHODS),
+    metrics=("test/acc",),
+    higher_is_better=("test/acc",),
+    datasets=("Planetoid", "TUDataset"),
+    extra_tables="tasks.graphs.tables:diagnostics_tables",
+)
