@@ -1,0 +1,173 @@
+"""Long-term forecasting data: any CSV with a date column and numeric channels, cut into sliding windows.
+
+The split conventions are those of Informer / Autoformer / Time-Series-Library (see the ``SOURCE.md`` of
+``ETT-small`` and ``weather``):
+
+- ``"ett_hour"``: 12/4/4 months of hourly rows (30-day months), train ``[0, 8640)``, val ``[8640 - L, 11520)``,
+  test ``[11520 - L, 14400)``; rows after month 20 are unused.
+- ``"ett_minute"``: the same at 15-minute steps (every border times 4).
+- ``"ratio_7_1_2"``: chronological 70 % / 10 % / 20 % (``Dataset_Custom``), with the val and test segments
+  starting ``L`` rows early so that their first window has a full lookback.
+
+The StandardScaler is fitted on the train rows only; metrics are computed on that normalised scale.
+Evaluation loaders never drop the last batch (dropping it is a known bug that flatters published numbers).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from zoo.data import resolve
+from zoo.errors import ConfigError
+
+SPLITS = ("ett_hour", "ett_minute", "ratio_7_1_2")
+_STAGES = ("train", "val", "test")
+
+
+def split_borders(num_rows: int, seq_len: int, convention: str) -> dict[str, tuple[int, int]]:
+    """Row ranges ``[start, end)`` of the train / val / test segments (val and test include the lookback).
+
+    A window starting at row ``i`` of a segment reads ``[i, i + seq_len)`` and predicts the next ``pred_len``
+    rows, all inside the segment.
+    """
+    if convention in ("ett_hour", "ett_minute"):
+        month = 30 * 24 * (4 if convention == "ett_minute" else 1)
+        train_end, val_end, test_end = 12 * month, 16 * month, 20 * month
+        if num_rows < test_end:
+            raise ConfigError(f"split {convention!r} needs at least {test_end} rows, the file has {num_rows}")
+    elif convention == "ratio_7_1_2":
+        num_train, num_test = int(num_rows * 0.7), int(num_rows * 0.2)
+        train_end, val_end, test_end = num_train, num_rows - num_test, num_rows
+    else:
+        raise ConfigError(f"unknown split convention {convention!r}; choose one of {', '.join(SPLITS)}")
+    return {"train": (0, train_end), "val": (train_end - seq_len, val_end), "test": (val_end - seq_len, test_end)}
+
+
+def read_series(path: Path, date_column: str = "date") -> tuple[np.ndarray, list[str]]:
+    """(rows, channels) float32 values and the channel names of a CSV; every non-date column must be numeric."""
+    import pandas as pd
+
+    frame = pd.read_csv(path)
+    if date_column not in frame.columns:
+        raise ConfigError(f"{path} has no date column {date_column!r}; columns are {list(frame.columns)}")
+    values = frame.drop(columns=[date_column])
+    bad = [c for c in values.columns if not np.issubdtype(values[c].dtype, np.number)]
+    if bad:
+        raise ConfigError(f"{path}: non-numeric value columns {bad}")
+    if values.isna().to_numpy().any():
+        raise ConfigError(f"{path} has missing values; fill them before forecasting")
+    return values.to_numpy(dtype=np.float32), [str(c) for c in values.columns]
+
+
+class WindowDataset(Dataset):
+    """Sliding windows over a (rows, channels) array: item ``i`` is ``(x, y)`` with x ``(seq_len, C)`` the
+    lookback starting at row ``i`` and y ``(pred_len, C)`` the rows that follow it."""
+
+    def __init__(self, values: np.ndarray, seq_len: int, pred_len: int):
+        if len(values) < seq_len + pred_len:
+            raise ConfigError(f"segment of {len(values)} rows is shorter than seq_len + pred_len")
+        self.values = torch.from_numpy(np.ascontiguousarray(values))
+        self.seq_len, self.pred_len = seq_len, pred_len
+
+    def __len__(self) -> int:
+        return len(self.values) - self.seq_len - self.pred_len + 1
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        mid = i + self.seq_len
+        return self.values[i:mid], self.values[mid : mid + self.pred_len]
+
+
+class ForecastingDataModule(pl.LightningDataModule):
+    """Windows of a multivariate CSV (all channels, ``features=M``), normalised with train statistics.
+
+    Args:
+        file: CSV file name, e.g. ``"ETTh1.csv"``.
+        dataset: name in the ``zoo.data`` catalog (``"ETT-small"``, ``"weather"``): the file is found and
+            sha256-verified through :func:`zoo.data.resolve`. ``None`` reads ``data_dir/file`` as is (a
+            user's own series, no checksum).
+        data_dir: explicit folder holding ``file``.
+        split: ``"ett_hour"``, ``"ett_minute"`` or ``"ratio_7_1_2"`` (see the module docstring).
+        seq_len: lookback length L. pred_len: horizon H.
+        date_column: name of the timestamp column, dropped from the channels.
+
+    Batches are ``(x, y)`` with x ``(B, seq_len, C)`` and y ``(B, pred_len, C)``.
+    """
+
+    def __init__(
+        self,
+        file: str = "ETTh1.csv",
+        dataset: str | None = "ETT-small",
+        data_dir: str | None = None,
+        split: str = "ett_hour",
+        seq_len: int = 96,
+        pred_len: int = 96,
+        batch_size: int = 64,
+        num_workers: int = 0,
+        date_column: str = "date",
+    ):
+        super().__init__()
+        if split not in SPLITS:
+            raise ConfigError(f"unknown split convention {split!r}; choose one of {', '.join(SPLITS)}")
+        if seq_len <= 0 or pred_len <= 0 or batch_size <= 0:
+            raise ConfigError("seq_len, pred_len and batch_size must be positive")
+        self.save_hyperparameters()
+        self.datasets: dict[str, WindowDataset] = {}
+        self.channels: list[str] = []
+        self.mean: np.ndarray | None = None
+        self.std: np.ndarray | None = None
+
+    def csv_path(self) -> Path:
+        hp = self.hparams
+        if hp.dataset is not None:
+            return resolve(hp.dataset, path=hp.data_dir, files=[hp.file]) / hp.file
+        if hp.data_dir is None:
+            raise ConfigError("give either a catalog `dataset` or a `data_dir` holding the CSV")
+        path = Path(hp.data_dir).expanduser() / hp.file
+        if not path.is_file():
+            raise ConfigError(f"no CSV at {path}")
+        return path
+
+    @property
+    def num_channels(self) -> int:
+        if not self.channels:
+            self.setup()
+        return len(self.channels)
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.datasets:
+            return
+        hp = self.hparams
+        values, self.channels = read_series(self.csv_path(), hp.date_column)
+        borders = split_borders(len(values), hp.seq_len, hp.split)
+        train = values[slice(*borders["train"])]
+        self.mean = train.mean(axis=0)
+        self.std = train.std(axis=0)
+        self.std[self.std == 0] = 1.0  # a constant channel stays constant (0) instead of dividing by zero
+        scaled = (values - self.mean) / self.std
+        for name in _STAGES:
+            self.datasets[name] = WindowDataset(scaled[slice(*borders[name])], hp.seq_len, hp.pred_len)
+
+    def _loader(self, name: str, train: bool) -> DataLoader:
+        self.setup()
+        return DataLoader(
+            self.datasets[name],
+            batch_size=self.hparams.batch_size,
+            shuffle=train,
+            drop_last=train,
+            num_workers=self.hparams.num_workers,
+            persistent_workers=self.hparams.num_workers > 0,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", train=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("val", train=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", train=False)

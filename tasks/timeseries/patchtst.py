@@ -1,0 +1,96 @@
+"""PatchTST baseline (Nie et al., "A Time Series is Worth 64 Words: Long-term Forecasting with Transformers",
+ICLR 2023), sized like SEER so the table compares architectures, not budgets."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from tasks.timeseries.forecaster import Forecaster
+from tasks.timeseries.layers import EncoderLayer, FlattenHead, num_patches, patchify
+from tasks.timeseries.revin import RevIN
+from zoo.errors import ConfigError
+
+
+class PatchTSTNet(nn.Module):
+    """Channel-independent PatchTST/42-style supervised forecaster.
+
+    RevIN -> patching (``patch_len``, ``stride``, end-padded by ``stride``) -> linear patch embedding +
+    learnable position embedding -> ``e_layers`` post-norm encoder layers with BatchNorm -> flatten + linear
+    head -> RevIN⁻¹. (The original's residual attention scores between layers are not used.)
+
+    Shapes: x (B, seq_len, C) -> forecast (B, pred_len, C).
+    """
+
+    def __init__(
+        self,
+        seq_len: int,
+        pred_len: int,
+        num_channels: int,
+        d_model: int = 256,
+        n_heads: int = 16,
+        d_ff: int = 512,
+        e_layers: int = 2,
+        patch_len: int = 16,
+        stride: int = 8,
+        dropout: float = 0.2,
+        head_dropout: float = 0.0,
+    ):
+        super().__init__()
+        self.seq_len, self.pred_len, self.num_channels = seq_len, pred_len, num_channels
+        self.patch_len, self.stride = patch_len, stride
+        n_patches = num_patches(seq_len, patch_len, stride)
+        self.revin = RevIN(num_channels)
+        self.embed = nn.Linear(patch_len, d_model)
+        self.pos = nn.Parameter(torch.empty(n_patches, d_model).uniform_(-0.02, 0.02))
+        self.dropout = nn.Dropout(dropout)
+        self.encoder = nn.Sequential(
+            *[EncoderLayer(d_model, n_heads, d_ff, dropout, norm="batch") for _ in range(e_layers)]
+        )
+        self.head = FlattenHead(n_patches, d_model, pred_len, head_dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        b, length, c = x.shape
+        if length != self.seq_len or c != self.num_channels:
+            raise ConfigError(
+                f"input is (B, {length}, {c}) but the model was built for (B, {self.seq_len}, "
+                f"{self.num_channels}); set model seq_len / num_channels to match the data"
+            )
+        x = self.revin.normalize(x).transpose(1, 2).reshape(b * c, length)
+        tokens = self.dropout(self.embed(patchify(x, self.patch_len, self.stride)) + self.pos)
+        out = self.head(self.encoder(tokens)).view(b, c, self.pred_len).transpose(1, 2)
+        return self.revin.denormalize(out)
+
+
+class PatchTSTForecaster(Forecaster):
+    """LightningModule for :class:`PatchTSTNet` (MSE training loss as in the paper; same training loop, early
+    stopping and corrupted-input test as SEER). Batches are (x (B, seq_len, C), y (B, pred_len, C))."""
+
+    def __init__(
+        self,
+        seq_len: int = 96,
+        pred_len: int = 96,
+        num_channels: int = 7,
+        d_model: int = 256,
+        n_heads: int = 16,
+        d_ff: int = 512,
+        e_layers: int = 2,
+        patch_len: int = 16,
+        stride: int = 8,
+        dropout: float = 0.2,
+        head_dropout: float = 0.0,
+        loss: str = "mse",
+        lr: float = 1e-4,
+        lr_decay: float = 0.9,
+        patience: int = 5,
+        missing_rate: float = 0.1,
+        spike_rate: float = 0.02,
+        spike_size: float = 5.0,
+        noise_std: float = 0.3,
+        corruption_seed: int = 0,
+    ):
+        super().__init__(loss, lr, lr_decay, patience, missing_rate, spike_rate, spike_size, noise_std, corruption_seed)
+        self.save_hyperparameters()
+        self.net = PatchTSTNet(
+            seq_len, pred_len, num_channels, d_model, n_heads, d_ff, e_layers, patch_len, stride, dropout, head_dropout
+        )

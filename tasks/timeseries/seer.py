@@ -1,0 +1,270 @@
+"""SEER: robust patch-Transformer forecasting with an MoE-augmented embedding and learnable patch replacement.
+
+Paper: "SEER: Transformer-based Robust Time Series Forecasting via Automated Patch Enhancement and
+Replacement" (ICML 2026); reference code: decisionintelligence/SEER (TFB harness). The dense twin is the
+same network with ``moe_embedding=False, patch_replacement=False``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from tasks.timeseries.forecaster import Forecaster
+from tasks.timeseries.layers import EncoderLayer, FlattenHead, num_patches, patchify, sinusoidal_encoding
+from tasks.timeseries.revin import RevIN
+from zoo.errors import ConfigError
+from zoo.moe import MoE
+
+
+class AugmentedPatchEmbedding(nn.Module):
+    """SEER's Augmented Embedding of patches: ``MoE(patch) + W patch + PE``.
+
+    The MoE routes every patch (channel-independent) with noisy top-k gating (Shazeer et al. 2017) to
+    ``top_k`` of ``num_experts`` linear pattern-extractor experts ``patch_len -> d_model``; its importance /
+    load cv² loss is returned by :meth:`aux_loss`. ``W`` is a shared linear projection and PE the fixed
+    sinusoidal position encoding. With ``moe=False`` this is the plain linear patch embedding of the dense twin.
+
+    Shapes: patches (N, P, patch_len) -> tokens (N, P, d_model).
+    """
+
+    def __init__(
+        self,
+        patch_len: int,
+        d_model: int,
+        num_patches: int,
+        num_experts: int = 8,
+        top_k: int = 2,
+        aux_weight: float = 1.0,
+        moe: bool = True,
+    ):
+        super().__init__()
+        self.shared = nn.Linear(patch_len, d_model, bias=False)
+        self.moe = None
+        if moe:
+            self.moe = MoE(
+                patch_len,
+                d_model,
+                num_experts,
+                top_k=top_k,
+                router="noisy_topk",
+                experts="linear",
+                out_dim=d_model,
+                aux_weights={"cv_squared": aux_weight},
+            )
+        self.register_buffer("pe", sinusoidal_encoding(num_patches, d_model), persistent=False)
+
+    def forward(self, patches: Tensor) -> Tensor:
+        tokens = self.shared(patches) + self.pe
+        if self.moe is not None:
+            tokens = tokens + self.moe(patches)
+        return tokens
+
+    def aux_loss(self) -> Tensor:
+        return self.moe.aux_loss() if self.moe is not None else self.pe.new_zeros(())
+
+
+class ChannelAdaptiveSeriesToken(nn.Module):
+    """SEER's series-wise token: one global token per channel, built from that channel's whole lookback and
+    a score summary of all channels.
+
+    Each channel is embedded (``Linear(seq_len, d_model)``) and scored (``d_score`` scores, an MLP). Across
+    channels the scores are combined per score dimension: in training one channel is *sampled* with
+    probability softmax(scores) over channels; in evaluation the scores are *softmax-weighted* over channels.
+    The summary is concatenated to each channel's embedding and mapped by an MLP to the token.
+    (The reference also feeds the calendar features as extra channels; here only the series' own channels.)
+
+    Shapes: x (B, C, seq_len) -> tokens (B, C, d_model).
+    """
+
+    def __init__(self, seq_len: int, d_model: int, d_score: int = 32, dropout: float = 0.0):
+        super().__init__()
+        self.embed = nn.Linear(seq_len, d_model, bias=False)
+        self.score = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU(), nn.Linear(d_model, d_score))
+        self.mix = nn.Sequential(nn.Linear(d_model + d_score, d_model), nn.GELU(), nn.Linear(d_model, d_model))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        b, c, _ = x.shape
+        emb = self.dropout(self.embed(x))
+        scores = self.score(emb)  # (B, C, S)
+        weights = torch.softmax(scores, dim=1)
+        if self.training:
+            picked = torch.multinomial(weights.transpose(1, 2).reshape(-1, c), 1)  # (B*S, 1) channel per score
+            summary = scores.gather(1, picked.view(b, 1, -1))
+        else:
+            summary = (scores * weights).sum(dim=1, keepdim=True)
+        return self.mix(torch.cat([emb, summary.expand(b, c, -1)], dim=-1))
+
+
+class LearnablePatchReplacement(nn.Module):
+    """SEER's Learnable Patch Replacement: score each patch token ``s = sigmoid(w . z + b)``; tokens with
+    ``s <= threshold`` are replaced by the series token (position 0, always kept).
+
+    The keep mask is hard in the forward pass and straight-through in the backward pass
+    (``m = hard + s - stop_grad(s)``), so the scorer learns from the forecasting loss through
+    ``d out / d s = z - series_token`` for every patch. (The reference passes the gradient through kept
+    tokens only, scaled by ``1/s``.)
+
+    Shapes: tokens (N, 1 + P, D) -> (replaced tokens (N, 1 + P, D), keep (N, P) bool for the patches).
+    """
+
+    def __init__(self, d_model: int, threshold: float = 0.5):
+        super().__init__()
+        if not 0.0 <= threshold < 1.0:
+            raise ConfigError(f"score_threshold must be in [0, 1), got {threshold}")
+        self.scorer = nn.Linear(d_model, 1)
+        self.threshold = threshold
+
+    def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        series, patches = tokens[:, :1], tokens[:, 1:]
+        score = torch.sigmoid(self.scorer(patches))  # (N, P, 1)
+        hard = (score > self.threshold).to(score.dtype)
+        mask = hard + (score - score.detach())  # exactly `hard` forward, d mask / d score = 1 backward
+        patches = patches * mask + series * (1.0 - mask)
+        return torch.cat([series, patches], dim=1), hard.squeeze(-1).bool()
+
+
+class SEERNet(nn.Module):
+    """The SEER network (channel-independent patch Transformer).
+
+    RevIN -> patching (``patch_len``, ``stride``, end-padded by ``stride``) -> Augmented Embedding (MoE +
+    shared linear + PE) -> prepend the channel-adaptive series token -> Learnable Patch Replacement -> one
+    causal-attention encoder layer -> ``e_layers`` full-attention layers -> linear down-projection
+    ``d_model -> d_model * head_scaling`` -> flatten + linear head -> RevIN⁻¹.
+
+    Shapes: x (B, seq_len, C) -> forecast (B, pred_len, C). ``last_stats`` holds the expert token counts
+    and the replaced / total patch counts of the last forward pass.
+    """
+
+    def __init__(
+        self,
+        seq_len: int,
+        pred_len: int,
+        num_channels: int,
+        d_model: int = 256,
+        n_heads: int = 16,
+        d_ff: int = 512,
+        e_layers: int = 1,
+        patch_len: int = 16,
+        stride: int = 8,
+        num_experts: int = 8,
+        top_k: int = 2,
+        d_score: int = 32,
+        score_threshold: float = 0.5,
+        aux_weight: float = 1.0,
+        dropout: float = 0.0,
+        head_dropout: float = 0.1,
+        head_scaling: float = 0.5,
+        moe_embedding: bool = True,
+        patch_replacement: bool = True,
+    ):
+        super().__init__()
+        self.seq_len, self.pred_len, self.num_channels = seq_len, pred_len, num_channels
+        self.patch_len, self.stride = patch_len, stride
+        n_patches = num_patches(seq_len, patch_len, stride)
+        self.revin = RevIN(num_channels)
+        self.embedding = AugmentedPatchEmbedding(
+            patch_len, d_model, n_patches, num_experts, top_k, aux_weight, moe=moe_embedding
+        )
+        self.series_token = ChannelAdaptiveSeriesToken(seq_len, d_model, d_score, dropout)
+        self.replacement = LearnablePatchReplacement(d_model, score_threshold) if patch_replacement else None
+        self.causal = nn.Sequential(EncoderLayer(d_model, n_heads, d_ff, dropout, causal=True), nn.LayerNorm(d_model))
+        self.encoder = nn.Sequential(
+            *[EncoderLayer(d_model, n_heads, d_ff, dropout) for _ in range(e_layers)], nn.LayerNorm(d_model)
+        )
+        head_dim = max(1, int(d_model * head_scaling))
+        self.down = nn.Linear(d_model, head_dim, bias=False) if head_dim != d_model else nn.Identity()
+        self.head = FlattenHead(n_patches + 1, head_dim, pred_len, head_dropout)
+        self.last_stats: dict[str, Tensor] = {}
+
+    def forward(self, x: Tensor) -> Tensor:
+        b, length, c = x.shape
+        if length != self.seq_len or c != self.num_channels:
+            raise ConfigError(
+                f"input is (B, {length}, {c}) but the model was built for (B, {self.seq_len}, "
+                f"{self.num_channels}); set model seq_len / num_channels to match the data"
+            )
+        x = self.revin.normalize(x).transpose(1, 2)  # (B, C, L)
+        patches = patchify(x.reshape(b * c, length), self.patch_len, self.stride)
+        tokens = torch.cat([self.series_token(x).reshape(b * c, 1, -1), self.embedding(patches)], dim=1)
+        stats: dict[str, Tensor] = {}
+        if self.replacement is not None:
+            tokens, keep = self.replacement(tokens)
+            stats["replaced"] = (~keep).sum().detach()
+            stats["patches"] = torch.tensor(keep.numel())
+        tokens = self.encoder(self.causal(tokens))
+        out = self.head(self.down(tokens)).view(b, c, self.pred_len).transpose(1, 2)
+        moe = self.embedding.moe
+        if moe is not None and moe.last_routing is not None:
+            stats["expert_counts"] = moe.last_routing.expert_counts().detach()
+        self.last_stats = stats
+        return self.revin.denormalize(out)
+
+    def aux_loss(self) -> Tensor:
+        return self.embedding.aux_loss()
+
+
+class SEERForecaster(Forecaster):
+    """LightningModule for SEER (ICML 2026) and its dense twin (``moe_embedding=False,
+    patch_replacement=False``: plain linear patch embedding, no replacement, same encoder).
+
+    Batches are (x (B, seq_len, C), y (B, pred_len, C)); reference settings for ETTh1: d_model 256,
+    d_ff 512, 16 heads, 1 causal + 1 full layer, 8 experts top-2, patch 16 stride 8, threshold 0.5, MAE loss,
+    lr 1e-4. See :class:`SEERNet` and :class:`~tasks.timeseries.forecaster.Forecaster`.
+    """
+
+    def __init__(
+        self,
+        seq_len: int = 96,
+        pred_len: int = 96,
+        num_channels: int = 7,
+        d_model: int = 256,
+        n_heads: int = 16,
+        d_ff: int = 512,
+        e_layers: int = 1,
+        patch_len: int = 16,
+        stride: int = 8,
+        num_experts: int = 8,
+        top_k: int = 2,
+        d_score: int = 32,
+        score_threshold: float = 0.5,
+        aux_weight: float = 1.0,
+        dropout: float = 0.0,
+        head_dropout: float = 0.1,
+        head_scaling: float = 0.5,
+        moe_embedding: bool = True,
+        patch_replacement: bool = True,
+        loss: str = "mae",
+        lr: float = 1e-4,
+        lr_decay: float = 0.9,
+        patience: int = 5,
+        missing_rate: float = 0.1,
+        spike_rate: float = 0.02,
+        spike_size: float = 5.0,
+        noise_std: float = 0.3,
+        corruption_seed: int = 0,
+    ):
+        super().__init__(loss, lr, lr_decay, patience, missing_rate, spike_rate, spike_size, noise_std, corruption_seed)
+        self.save_hyperparameters()
+        self.net = SEERNet(
+            seq_len,
+            pred_len,
+            num_channels,
+            d_model,
+            n_heads,
+            d_ff,
+            e_layers,
+            patch_len,
+            stride,
+            num_experts,
+            top_k,
+            d_score,
+            score_threshold,
+            aux_weight,
+            dropout,
+            head_dropout,
+            head_scaling,
+            moe_embedding,
+            patch_replacement,
+        )

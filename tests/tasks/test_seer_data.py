@@ -1,0 +1,92 @@
+"""Forecasting data: split borders follow the SOURCE.md conventions, the scaler sees train rows only, test
+windows are never dropped, and users' own CSVs load."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tasks.timeseries.data import ForecastingDataModule, WindowDataset, read_series, split_borders
+from zoo.errors import ConfigError
+
+
+def test_ett_hour_borders_match_source_md():
+    # SOURCE.md: border1s=[0, 12*30*24 - seq_len, 12*30*24 + 4*30*24 - seq_len],
+    #            border2s=[12*30*24, 12*30*24 + 4*30*24, 12*30*24 + 8*30*24]
+    b = split_borders(17420, 96, "ett_hour")
+    assert b == {"train": (0, 8640), "val": (8640 - 96, 11520), "test": (11520 - 96, 14400)}
+
+
+def test_ett_minute_borders_are_four_times_the_hourly_ones():
+    b = split_borders(69680, 96, "ett_minute")
+    assert b == {"train": (0, 34560), "val": (34560 - 96, 46080), "test": (46080 - 96, 57600)}
+
+
+def test_ratio_borders_match_dataset_custom():
+    n = 52696  # weather.csv rows
+    num_train, num_test = int(n * 0.7), int(n * 0.2)
+    b = split_borders(n, 96, "ratio_7_1_2")
+    assert b == {"train": (0, num_train), "val": (num_train - 96, n - num_test), "test": (n - num_test - 96, n)}
+
+
+def test_unknown_split_and_short_file_are_clear_errors():
+    with pytest.raises(ConfigError, match="choose one of"):
+        split_borders(1000, 96, "random")
+    with pytest.raises(ConfigError, match="at least"):
+        split_borders(1000, 96, "ett_hour")
+    with pytest.raises(ConfigError, match="choose one of"):
+        ForecastingDataModule(split="80/20")
+
+
+def test_window_dataset_pairs_lookback_with_the_following_rows():
+    values = np.arange(20, dtype=np.float32).reshape(10, 2)
+    ds = WindowDataset(values, seq_len=4, pred_len=3)
+    assert len(ds) == 10 - 4 - 3 + 1
+    x, y = ds[2]
+    assert torch.equal(x[:, 0], torch.tensor([4.0, 6.0, 8.0, 10.0]))
+    assert torch.equal(y[:, 0], torch.tensor([12.0, 14.0, 16.0]))
+
+
+def test_etth1_scaler_fit_on_train_and_no_test_window_dropped(data_mirror):
+    dm = ForecastingDataModule(
+        file="ETTh1.csv", dataset="ETT-small", data_dir=str(data_mirror / "ETT-small"), pred_len=96, batch_size=64
+    )
+    dm.setup()
+    raw, channels = read_series(data_mirror / "ETT-small" / "ETTh1.csv")
+    assert channels == ["HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT"] and dm.num_channels == 7
+    np.testing.assert_allclose(dm.mean, raw[:8640].mean(0), rtol=1e-5)
+    np.testing.assert_allclose(dm.std, raw[:8640].std(0), rtol=1e-5)
+    # the first test window starts seq_len rows before the test segment and is normalised with train stats
+    x, y = dm.datasets["test"][0]
+    np.testing.assert_allclose(x.numpy(), (raw[11520 - 96 : 11520] - dm.mean) / dm.std, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(y.numpy(), (raw[11520 : 11520 + 96] - dm.mean) / dm.std, rtol=1e-4, atol=1e-5)
+    expected = (14400 - (11520 - 96)) - 96 - 96 + 1
+    sizes = [xb.shape[0] for xb, _ in dm.test_dataloader()]
+    assert sum(sizes) == expected == 2785 and sizes[-1] == 2785 % 64
+    assert sum(xb.shape[0] for xb, _ in dm.val_dataloader()) == (11520 - (8640 - 96)) - 96 - 96 + 1
+    assert all(xb.shape[0] == 64 for xb, _ in dm.train_dataloader())  # training drops only the ragged batch
+
+
+def test_a_users_own_csv_loads(tmp_path):
+    rows = 400
+    dates = np.array([f"2020-01-01 {i:05d}" for i in range(rows)])
+    values = np.random.default_rng(0).normal(size=(rows, 3)).astype(np.float32)
+    lines = ["timestamp,a,b,c"] + [f"{d},{v[0]},{v[1]},{v[2]}" for d, v in zip(dates, values)]
+    (tmp_path / "mine.csv").write_text("\n".join(lines) + "\n")
+    dm = ForecastingDataModule(
+        file="mine.csv",
+        dataset=None,
+        data_dir=str(tmp_path),
+        split="ratio_7_1_2",
+        seq_len=24,
+        pred_len=12,
+        batch_size=16,
+        date_column="timestamp",
+    )
+    dm.setup()
+    assert dm.num_channels == 3
+    x, y = next(iter(dm.test_dataloader()))
+    assert x.shape == (16, 24, 3) and y.shape == (16, 12, 3)
+    with pytest.raises(ConfigError, match="date column"):
+        ForecastingDataModule(file="mine.csv", dataset=None, data_dir=str(tmp_path), split="ratio_7_1_2").setup()

@@ -1,0 +1,139 @@
+"""SEER network: shapes, the learnable patch replacement, the channel-adaptive series token, and the MoE aux
+loss reaching the training loss; PatchTST and the dense twin share the shape contract."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tasks.timeseries.layers import num_patches, patchify
+from tasks.timeseries.patchtst import PatchTSTForecaster
+from tasks.timeseries.seer import ChannelAdaptiveSeriesToken, LearnablePatchReplacement, SEERForecaster
+from zoo.errors import ConfigError
+
+SMALL = dict(d_model=32, n_heads=4, d_ff=64)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda c, h: SEERForecaster(num_channels=c, pred_len=h, **SMALL),
+        lambda c, h: SEERForecaster(num_channels=c, pred_len=h, moe_embedding=False, patch_replacement=False, **SMALL),
+        lambda c, h: PatchTSTForecaster(num_channels=c, pred_len=h, **SMALL),
+    ],
+    ids=["seer", "dense", "patchtst"],
+)
+@pytest.mark.parametrize("channels,horizon", [(7, 96), (1, 24), (21, 720)])
+def test_forecast_shape(make, channels, horizon):
+    model = make(channels, horizon)
+    for training in (True, False):
+        model.train(training)
+        assert model(torch.randn(3, 96, channels)).shape == (3, horizon, channels)
+
+
+def test_wrong_channel_count_is_a_clear_error():
+    with pytest.raises(ConfigError, match="num_channels"):
+        SEERForecaster(num_channels=7, **SMALL)(torch.randn(2, 96, 21))
+
+
+def test_patching_pads_by_stride():
+    x = torch.arange(96.0).unsqueeze(0)
+    patches = patchify(x, 16, 8)
+    assert patches.shape == (1, num_patches(96, 16, 8), 16) == (1, 12, 16)
+    assert torch.equal(patches[0, 0], torch.arange(16.0))
+    assert torch.equal(patches[0, -1], torch.tensor([88.0 + i for i in range(8)] + [95.0] * 8))
+
+
+def test_dense_twin_has_no_moe_and_no_replacement_and_about_the_same_size():
+    seer = SEERForecaster()
+    dense = SEERForecaster(moe_embedding=False, patch_replacement=False)
+    assert dense.net.embedding.moe is None and dense.net.replacement is None
+    n_seer = sum(p.numel() for p in seer.parameters())
+    n_dense = sum(p.numel() for p in dense.parameters())
+    assert 0.95 < n_dense / n_seer <= 1.0
+
+
+class TestPatchReplacement:
+    def _tokens(self):
+        torch.manual_seed(0)
+        return torch.randn(5, 9, 16, requires_grad=True)  # (N, 1 + P, D): token 0 is the series token
+
+    def test_tokens_under_threshold_become_the_series_token(self):
+        rep = LearnablePatchReplacement(16, threshold=0.5)
+        tokens = self._tokens()
+        out, keep = rep(tokens)
+        score = torch.sigmoid(rep.scorer(tokens[:, 1:])).squeeze(-1)
+        assert torch.equal(keep, score > 0.5)
+        assert 0 < keep.sum() < keep.numel()  # the random scorer keeps some and replaces some
+        series = tokens[:, :1].expand_as(tokens[:, 1:])
+        assert torch.equal(out[:, 1:][~keep], series[~keep])  # the forward mask is exactly 0 / 1
+        assert torch.equal(out[:, 1:][keep], tokens[:, 1:][keep])
+
+    def test_series_token_is_always_kept(self):
+        rep = LearnablePatchReplacement(16, threshold=0.5)
+        with torch.no_grad():
+            rep.scorer.bias.fill_(-100.0)  # every patch scores ~0: all replaced
+        tokens = self._tokens()
+        out, keep = rep(tokens)
+        assert not keep.any()
+        torch.testing.assert_close(out[:, 0], tokens[:, 0])
+        torch.testing.assert_close(out, tokens[:, :1].expand_as(tokens))
+
+    def test_straight_through_gradient_reaches_the_scorer(self):
+        rep = LearnablePatchReplacement(16, threshold=0.5)
+        tokens = self._tokens()
+        out, keep = rep(tokens)
+        (out * torch.randn_like(out)).sum().backward()
+        assert rep.scorer.weight.grad is not None and rep.scorer.weight.grad.abs().sum() > 0
+        assert rep.scorer.bias.grad.abs() > 0
+
+    def test_threshold_out_of_range(self):
+        with pytest.raises(ConfigError):
+            LearnablePatchReplacement(16, threshold=1.5)
+
+
+def test_series_token_samples_in_training_and_averages_in_eval():
+    torch.manual_seed(0)
+    token = ChannelAdaptiveSeriesToken(seq_len=96, d_model=16, d_score=8)
+    x = torch.randn(2, 5, 96)
+    token.eval()
+    a, b = token(x), token(x)
+    assert a.shape == (2, 5, 16)
+    torch.testing.assert_close(a, b)  # softmax-weighted summary: deterministic
+    token.train()
+    draws = torch.stack([token(x) for _ in range(8)])
+    assert not torch.allclose(draws[0], draws[1:].mean(0))  # sampled channel summary: stochastic
+    # every channel's token depends on the other channels (through the summary)
+    x2 = x.clone()
+    x2[:, 4] += 1.0
+    token.eval()
+    assert not torch.allclose(token(x2)[:, 0], a[:, 0])
+
+
+def test_aux_loss_reaches_the_total_loss_and_the_router():
+    x, y = torch.randn(4, 96, 7), torch.randn(4, 96, 7)
+    losses = {}
+    for weight in (0.0, 1.0):
+        torch.manual_seed(0)
+        model = SEERForecaster(aux_weight=weight, **SMALL)
+        model.train()
+        torch.manual_seed(1)
+        losses[weight] = model.training_step((x, y), 0)
+        aux = model.net.embedding.moe.aux_loss()
+    assert aux > 0
+    torch.testing.assert_close(losses[1.0] - losses[0.0], aux.detach(), atol=1e-5, rtol=1e-4)
+    gate = model.net.embedding.moe.router.gate.weight
+    (grad,) = torch.autograd.grad(aux, gate, retain_graph=True)
+    assert grad.abs().sum() > 0
+    losses[1.0].backward()
+    assert gate.grad is not None and gate.grad.abs().sum() > 0
+
+
+def test_diagnostics_are_recorded():
+    model = SEERForecaster(**SMALL)
+    model.eval()
+    model(torch.randn(4, 96, 7))
+    stats = model.net.last_stats
+    assert stats["patches"] == 4 * 7 * 12
+    assert 0 <= stats["replaced"] <= stats["patches"]
+    assert stats["expert_counts"].sum() == 4 * 7 * 12 * 2  # top-2 over every patch token
