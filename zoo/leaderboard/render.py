@@ -11,16 +11,20 @@ from zoo.leaderboard.record import RunRecord
 from zoo.registry import BenchmarkRow, TaskSpec, load_object, repository_root
 
 
+def fmt_number(value: float) -> str:
+    """Three decimals for small metrics (MSE, accuracy), one for large ones (returns, seconds)."""
+    return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+
+
 def mean_std(values: list[float]) -> str:
     """``mean ± std (n)``; std is the sample standard deviation, omitted for a single run."""
     values = [v for v in values if not math.isnan(v)]
     if not values:
         return "—"
-    digits = 3 if max(abs(v) for v in values) < 100 else 1
     mean = statistics.fmean(values)
     if len(values) == 1:
-        return f"{mean:.{digits}f} (n=1)"
-    return f"{mean:.{digits}f} ± {statistics.stdev(values):.{digits}f} (n={len(values)})"
+        return f"{fmt_number(mean)} (n=1)"
+    return f"{fmt_number(mean)} ± {fmt_number(statistics.stdev(values))} (n={len(values)})"
 
 
 def _published_columns(rows: tuple[BenchmarkRow, ...], metric: str) -> dict[str, dict[str, float]]:
@@ -70,7 +74,7 @@ def render_task(spec: TaskSpec, records: list[RunRecord]) -> str:
                 recs = cells.get((ds, method), [])
                 text = mean_std([r.metrics.get(metric, math.nan) for r in recs]) if recs else "not run"
                 row.append(text + (" †" if any(r.reduced for r in recs) else ""))
-            row += [f"{published[col][ds]:.3f}" if ds in published[col] else "" for col in published]
+            row += [fmt_number(published[col][ds]) if ds in published[col] else "" for col in published]
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
 

@@ -1,0 +1,390 @@
+"""Soft Actor-Critic (Haarnoja et al. 2018) as a LightningModule, with SimBa / ScaleMoE / MLP networks.
+
+One ``training_step`` = one agent step: observe, act (uniformly random for the first ``learning_starts`` steps),
+store the transition, then ``updates_per_step`` SAC updates on replay batches (SimBa's update-to-data ratio 2).
+Each update follows the SimBa reference (SonyResearch/simba, ``scale_rl/agents/sac``) in its order:
+
+1. actor:        ``L_pi = E[alpha * log pi(a|s) - Q(s, a)]``, a ~ pi(.|s) reparameterised (critic frozen);
+2. temperature:  ``L_alpha = alpha * (H_batch - H_target)``, H_target = ``target_entropy_coef * |A|``;
+3. critic:       ``L_Q = sum_i E[(Q_i(s, a) - y)^2]``, ``y = r + gamma (1 - terminated) (min_i Q'_i(s', a') -
+                 alpha log pi(a'|s'))``, a' ~ pi(.|s') from the just-updated actor, Q' the target critic;
+4. target:       ``theta' <- (1 - tau) theta' + tau theta``.
+MoE networks add their routers' aux losses (``aux_weights``, default Switch load balance 0.01) to L_pi and L_Q.
+
+Observations are normalised by running statistics updated on every observed state (SimBa). Evaluation acts
+greedily (``tanh(mean)``), ``eval_episodes`` episodes every ``eval_every`` environment steps (``val/return``),
+and once more on the final policy (``test/return``). The replay buffer is not checkpointed: a run resumed from a
+checkpoint keeps its networks, statistics and step counter, acts with its policy, and waits until the buffer again
+holds ``learning_starts`` transitions before updating.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import time
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from tasks.rl.networks import ARCHITECTURES, make_actor, make_critic
+from tasks.rl.replay import Batch, ReplayBuffer
+from tasks.rl.simba import RunningMeanStd
+from zoo.errors import ConfigError
+from zoo.moe.stats import routing_stats
+
+
+def tanh_normal_sample(mean: Tensor, log_std: Tensor, temperature: float = 1.0) -> tuple[Tensor, Tensor]:
+    """Reparameterised sample of ``tanh(N(mean, (temperature * std)^2))`` and its log-density (B, A) -> (B, A), (B,).
+
+    ``log pi(a) = log N(u) - sum log(1 - tanh(u)^2)`` with the stable form ``2 (log 2 - u - softplus(-2u))``.
+    """
+    log_std = log_std + math.log(temperature) if temperature != 1.0 else log_std
+    eps = torch.randn_like(mean)
+    u = mean + log_std.exp() * eps
+    log_prob = (-0.5 * eps.square() - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+    log_prob = log_prob - (2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))).sum(-1)
+    return torch.tanh(u), log_prob
+
+
+class SACAgent(pl.LightningModule):
+    """SAC agent whose actor and critic are ``architecture`` in ``mlp | simba | scalemoe-output | scalemoe-feature``.
+
+    Reference sizes (SimBa, Lee et al. ICLR 2025): actor 1 block x 128, critic 2 blocks x 512, AdamW lr 1e-4,
+    weight decay 1e-2, initial temperature 0.01, target entropy -|A|/2, tau 0.005, gamma 0.99, batch 256,
+    5000 random steps, one critic on the DeepMind Control Suite (``num_q=1``: the reference enables clipped
+    double-Q only for episodic tasks). ScaleMoE experts have width ``*_expert_hidden``, or, when None, the width
+    that gives a state the same active parameters as the dense SimBa network of width ``*_hidden``.
+    Needs a ``DMControlDataModule`` (the environment); networks are built in ``setup`` once its spaces are known.
+    """
+
+    def __init__(
+        self,
+        architecture: str = "simba",
+        actor_hidden: int = 128,
+        actor_blocks: int = 1,
+        critic_hidden: int = 512,
+        critic_blocks: int = 2,
+        num_experts: int = 8,
+        top_k: int = 2,
+        actor_expert_hidden: int | None = None,
+        critic_expert_hidden: int | None = None,
+        num_q: int = 1,
+        normalize_observations: bool = True,
+        lr: float = 1e-4,
+        weight_decay: float = 1e-2,
+        initial_temperature: float = 0.01,
+        target_entropy_coef: float = -0.5,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        batch_size: int = 256,
+        updates_per_step: int = 2,
+        learning_starts: int = 5000,
+        buffer_capacity: int = 1_000_000,
+        aux_weights: dict[str, float] | None = None,
+        log_every: int = 500,
+    ):
+        super().__init__()
+        if architecture not in ARCHITECTURES:
+            raise ConfigError(f"unknown architecture {architecture!r}; valid: {', '.join(ARCHITECTURES)}")
+        if num_q < 1:
+            raise ConfigError(f"num_q must be >= 1, got {num_q}")
+        self.save_hyperparameters()
+        self.automatic_optimization = False
+        self.aux_weights = {"load_balance": 0.01} if aux_weights is None else dict(aux_weights)
+        self.actor = None
+        self.env = self.eval_env = self.buffer = None
+        self.register_buffer("agent_steps", torch.zeros((), dtype=torch.long))
+        self.eval_history: list[tuple[int, float]] = []
+        self._timing = {"update_s": 0.0, "updates": 0, "fit_s": 0.0, "fit_env_steps": 0}
+
+    # ----------------------------------------------------------------------------------------------- building
+    def build(self, obs_dim: int, act_dim: int) -> None:
+        """Create networks, target critic, temperature and observation statistics (idempotent)."""
+        if self.actor is not None:
+            return
+        hp = self.hparams
+        moe = dict(num_experts=hp.num_experts, top_k=hp.top_k)
+        self.obs_dim, self.act_dim = obs_dim, act_dim
+        self.actor = make_actor(
+            hp.architecture,
+            obs_dim,
+            act_dim,
+            hp.actor_hidden,
+            hp.actor_blocks,
+            expert_hidden=hp.actor_expert_hidden,
+            **moe,
+        )
+        self.critic = make_critic(
+            hp.architecture,
+            obs_dim,
+            act_dim,
+            hp.critic_hidden,
+            hp.critic_blocks,
+            hp.num_q,
+            expert_hidden=hp.critic_expert_hidden,
+            **moe,
+        )
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        self.obs_norm = RunningMeanStd(obs_dim)
+        self.log_alpha = torch.nn.Parameter(torch.tensor(math.log(hp.initial_temperature)))
+        self.target_entropy = hp.target_entropy_coef * act_dim
+        self.usage = {"actor": torch.zeros(hp.num_experts), "critic": torch.zeros(hp.num_experts)}
+
+    def setup(self, stage: str) -> None:
+        from tasks.rl.data import DMControlDataModule
+
+        dm = self.trainer.datamodule
+        if self.env is not None:  # fit then test on the same module: keep env, buffer and statistics
+            return
+        if not isinstance(dm, DMControlDataModule):
+            raise ConfigError(f"SACAgent needs tasks.rl.data.DMControlDataModule as data, got {type(dm).__name__}")
+        self.dm, seed = dm, dm.env_seed()
+        self.env, self.eval_env = dm.make_env(seed), dm.make_env(seed + 10_000)
+        self.build(self.env.observation_space.shape[0], self.env.action_space.shape[0])
+        capacity = min(self.hparams.buffer_capacity, dm.agent_steps)
+        self.buffer = ReplayBuffer(capacity, self.obs_dim, self.act_dim)
+        self._obs, _ = self.env.reset()
+        self._episode_return = 0.0
+
+    def configure_optimizers(self):
+        hp = self.hparams
+        actor_opt = torch.optim.AdamW(self.actor.parameters(), lr=hp.lr, weight_decay=hp.weight_decay, fused=True)
+        critic_opt = torch.optim.AdamW(self.critic.parameters(), lr=hp.lr, weight_decay=hp.weight_decay, fused=True)
+        temp_opt = torch.optim.Adam([self.log_alpha], lr=hp.lr, fused=True)
+        return [actor_opt, critic_opt, temp_opt]
+
+    # ----------------------------------------------------------------------------------------------- acting
+    def normalize(self, obs: Tensor) -> Tensor:
+        return self.obs_norm(obs) if self.hparams.normalize_observations else obs
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray, deterministic: bool) -> np.ndarray:
+        """One action in [-1, 1] for one raw observation: a policy sample, or ``tanh(mean)`` when deterministic."""
+        mean, log_std = self.actor(self.normalize(torch.as_tensor(obs, dtype=torch.float32)[None]))
+        action = torch.tanh(mean) if deterministic else tanh_normal_sample(mean, log_std)[0]
+        return action[0].numpy()
+
+    @torch.no_grad()
+    def evaluate(self, episodes: int) -> list[float]:
+        """Returns of ``episodes`` greedy episodes on the evaluation environment."""
+        returns = []
+        for _ in range(episodes):
+            obs, _ = self.eval_env.reset()
+            total, done = 0.0, False
+            while not done:
+                obs, reward, terminated, truncated, _ = self.eval_env.step(self.act(obs, deterministic=True))
+                total += reward
+                done = terminated or truncated
+            returns.append(total)
+        return returns
+
+    # ----------------------------------------------------------------------------------------------- updates
+    def _aux_loss(self, routings) -> Tensor:
+        loss = torch.zeros(())
+        for routing in routings:
+            for name, weight in self.aux_weights.items():
+                if weight:
+                    loss = loss + weight * routing.aux[name]
+        return loss
+
+    def update_actor_and_temperature(self, obs: Tensor) -> dict[str, Tensor]:
+        """Steps 1-2: actor on ``E[alpha log pi - min_i Q_i]`` (critic frozen), then the temperature."""
+        actor_opt, _, temp_opt = self.optimizers()
+        alpha = self.log_alpha.exp().detach()
+        action, log_prob = tanh_normal_sample(*self.actor(obs))
+        actor_routing = self.actor.last_routing
+        self.critic.requires_grad_(False)  # gradients flow through Q into the action only
+        q = self.critic(obs, action).min(0).values
+        self.critic.requires_grad_(True)
+        aux = self._aux_loss([actor_routing] if actor_routing is not None else [])
+        actor_loss = (alpha * log_prob - q).mean() + aux
+        actor_opt.zero_grad()
+        self.manual_backward(actor_loss)
+        actor_opt.step()
+        if actor_routing is not None:
+            self.usage["actor"] += actor_routing.expert_counts().float()
+
+        entropy = -log_prob.detach().mean()
+        temp_loss = self.log_alpha.exp() * (entropy - self.target_entropy)
+        temp_opt.zero_grad()
+        self.manual_backward(temp_loss)
+        temp_opt.step()
+        return {"actor_loss": actor_loss, "actor_aux": aux, "entropy": entropy, "temperature_loss": temp_loss}
+
+    def update_critic(
+        self, obs: Tensor, action: Tensor, reward: Tensor, next_obs: Tensor, terminated: Tensor
+    ) -> dict[str, Tensor]:
+        """Step 3: regress every Q_i on the soft clipped target from the target critic."""
+        _, critic_opt, _ = self.optimizers()
+        hp = self.hparams
+        with torch.no_grad():
+            alpha = self.log_alpha.exp()
+            next_action, next_log_prob = tanh_normal_sample(*self.actor(next_obs))
+            next_q = self.target_critic(next_obs, next_action).min(0).values
+            target = reward + hp.gamma * (1.0 - terminated) * (next_q - alpha * next_log_prob)
+        q = self.critic(obs, action)  # (num_q, B)
+        routings = self.critic.routings()
+        aux = self._aux_loss(routings)
+        critic_loss = (q - target).square().sum(0).mean() + aux
+        critic_opt.zero_grad()
+        self.manual_backward(critic_loss)
+        critic_opt.step()
+        for routing in routings:
+            self.usage["critic"] += routing.expert_counts().float()
+        return {"critic_loss": critic_loss, "critic_aux": aux, "q_mean": q.mean().detach()}
+
+    @torch.no_grad()
+    def update_target(self) -> None:
+        """Step 4: Polyak averaging of the target critic towards the critic."""
+        for target, online in zip(self.target_critic.parameters(), self.critic.parameters()):
+            target.lerp_(online, self.hparams.tau)
+
+    def update(self, batch: Batch) -> dict[str, Tensor]:
+        """One full SAC update on a replay batch (steps 1-4)."""
+        start = time.perf_counter()
+        obs, next_obs = self.normalize(batch.obs), self.normalize(batch.next_obs)
+        info = self.update_actor_and_temperature(obs)
+        info |= self.update_critic(obs, batch.action, batch.reward, next_obs, batch.terminated)
+        self.update_target()
+        self._timing["update_s"] += time.perf_counter() - start
+        self._timing["updates"] += 1
+        return info
+
+    # ----------------------------------------------------------------------------------------------- loop
+    def env_steps(self) -> int:
+        return int(self.agent_steps) * self.dm.action_repeat
+
+    def _log_to_loggers(self, metrics: dict[str, float]) -> None:
+        # x-axis = environment steps (what the SimBa curves use), not the optimiser-step count
+        for logger in self.loggers:
+            logger.log_metrics(metrics, step=self.env_steps())
+
+    def on_train_start(self) -> None:
+        self._fit_start, self._fit_start_steps = time.perf_counter(), self.env_steps()
+
+    def training_step(self, step, batch_idx: int) -> None:
+        hp = self.hparams
+        obs = torch.as_tensor(self._obs, dtype=torch.float32)
+        if hp.normalize_observations:
+            self.obs_norm.update(obs[None])
+        if int(self.agent_steps) < hp.learning_starts:
+            action = (torch.rand(self.act_dim) * 2.0 - 1.0).numpy()
+        else:
+            action = self.act(self._obs, deterministic=False)
+        next_obs, reward, terminated, truncated, _ = self.env.step(action)
+        self.buffer.add(self._obs, action, reward, next_obs, terminated)
+        self._episode_return += reward
+        self._obs = next_obs
+        self.agent_steps += 1
+        if terminated or truncated:
+            self._log_to_loggers({"train/episode_return": self._episode_return})
+            self._obs, _ = self.env.reset()
+            self._episode_return = 0.0
+
+        if len(self.buffer) >= hp.learning_starts:
+            for _ in range(hp.updates_per_step):
+                info = self.update(self.buffer.sample(hp.batch_size))
+            if int(self.agent_steps) % hp.log_every == 0:
+                metrics = {f"train/{k}": float(v.detach()) for k, v in info.items()}
+                metrics["train/temperature"] = float(self.log_alpha.exp())
+                self._log_to_loggers(metrics)
+
+        env_steps = self.env_steps()
+        if self.dm.eval_every and env_steps % self.dm.eval_every == 0:
+            mean_return = float(np.mean(self.evaluate(self.dm.eval_episodes)))
+            self.eval_history.append((env_steps, mean_return))
+            self._log_to_loggers({"val/return": mean_return})
+            self.log("val/return", mean_return, on_step=True, on_epoch=False, logger=False, batch_size=1)
+
+    def on_train_end(self) -> None:
+        self._timing["fit_s"] += time.perf_counter() - self._fit_start
+        self._timing["fit_env_steps"] += self.env_steps() - self._fit_start_steps
+        self.plot_returns()
+
+    def test_step(self, batch, batch_idx: int) -> None:
+        returns = self.evaluate(self.dm.eval_episodes)
+        self.log("test/return", float(np.mean(returns)), batch_size=1)
+        self.log("test/return_std", float(np.std(returns)), batch_size=1)
+
+    # ----------------------------------------------------------------------------------------------- reporting
+    def _out_dir(self) -> str | None:
+        if self._trainer is None:
+            return None
+        return self.trainer.log_dir or self.trainer.default_root_dir
+
+    def plot_returns(self) -> str | None:
+        """Write ``returns.png`` (evaluation return vs environment steps) into the run's log folder."""
+        out = self._out_dir()
+        if not self.eval_history or out is None:
+            return None
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        steps, returns = zip(*self.eval_history)
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+        ax.plot(steps, returns, marker="o")
+        ax.set(
+            xlabel="environment steps",
+            ylabel=f"mean return ({self.dm.eval_episodes} episodes)",
+            title=f"{self.hparams.architecture} on {self.dm.env}",
+            ylim=(0, 1000),
+        )
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        os.makedirs(out, exist_ok=True)
+        path = os.path.join(out, "returns.png")
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return path
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Total and per-state active parameters of actor and critic (one critic of the ensemble)."""
+        counts = {}
+        for name, net in (("actor", self.actor), ("critic", self.critic.critics[0])):
+            total = sum(p.numel() for p in net.parameters())
+            active = total
+            if hasattr(net, "router"):
+                experts = sum(p.numel() for p in net.experts.parameters())
+                active = total - experts + experts * net.router.top_k // net.num_experts
+            counts[f"{name}_total"], counts[f"{name}_active"] = total, active
+        return counts
+
+    @torch.no_grad()
+    def routing_summary(self, num_states: int = 1024) -> dict:
+        """Routing of actor and critic: expert load accumulated over all updates, and ``zoo.moe.routing_stats``
+        of the gates on ``num_states`` replayed states (router entropy, load entropy, dead experts)."""
+        if not hasattr(self.actor, "router") or self.buffer is None or len(self.buffer) == 0:
+            return {}
+        obs = self.normalize(self.buffer.sample(num_states).obs)
+        summary = {}
+        for name, router in (("actor", self.actor.router), ("critic", self.critic.critics[0].router)):
+            stats = routing_stats(router(obs), self.hparams.num_experts)
+            stats = {k: (v.tolist() if isinstance(v, Tensor) else v) for k, v in stats.items()}
+            usage = self.usage[name]
+            stats["training_load"] = (usage / usage.sum().clamp_min(1)).tolist()
+            summary[name] = stats
+        return summary
+
+    def extra_results(self) -> dict:
+        """Run diagnostics stored in the leaderboard record: speed, parameters, evaluation curve, routing."""
+        t = self._timing
+        return {
+            "architecture": self.hparams.architecture,
+            "env_steps": self.env_steps(),
+            "updates": t["updates"],
+            "updates_per_s": t["updates"] / t["update_s"] if t["update_s"] else None,
+            "env_steps_per_s": t["fit_env_steps"] / t["fit_s"] if t["fit_s"] else None,
+            "params": self.parameter_counts(),
+            "eval_curve": [[s, r] for s, r in self.eval_history],
+            "returns_png": os.path.join(self._out_dir(), "returns.png")
+            if self.eval_history and self._out_dir()
+            else None,
+            "routing": self.routing_summary(),
+        }

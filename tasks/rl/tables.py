@@ -1,0 +1,119 @@
+"""Extra leaderboard tables for ScaleMoE: speed, parameters, evaluation curve and routing of every run.
+
+``python -m tasks.rl.tables`` also draws every recorded evaluation curve into
+``leaderboard/results/scalemoe/curves.png`` (one panel per task), which the page then shows.
+"""
+
+from __future__ import annotations
+
+import json
+
+from zoo.leaderboard.record import results_dir
+
+
+def _fmt(value, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def scalemoe_tables(records) -> str:
+    """Markdown: one row per run with env steps/s, updates/s, active/total parameters, the ``val/return`` curve,
+    and per gate (actor, critic) the load entropy (1 = balanced), max/mean load and dead experts."""
+    lines = _bench_lines()
+    if (results_dir("scalemoe") / "curves.png").exists():
+        lines += ["## Learning curves", "", "![val/return vs environment steps](results/scalemoe/curves.png)", ""]
+    if not records:
+        return "\n".join(lines) + "\n" if lines else ""
+    lines += [
+        "## Runs: speed, size, learning curve",
+        "",
+        "| method | task | seed | env steps/s | updates/s | actor active / total | critic active / total | "
+        "val/return by env step |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    routing_lines = []
+    for rec in sorted(records, key=lambda r: (r.dataset, r.method, r.seed)):
+        ex = rec.extra or {}
+        p = ex.get("params", {})
+        curve = ", ".join(f"{s / 1000:g}k: {r:.0f}" for s, r in ex.get("eval_curve", []))
+        lines.append(
+            f"| {rec.method} | {rec.dataset} | {rec.seed} | {_fmt(ex.get('env_steps_per_s'), 1)} | "
+            f"{_fmt(ex.get('updates_per_s'), 1)} | {p.get('actor_active', '—')} / {p.get('actor_total', '—')} | "
+            f"{p.get('critic_active', '—')} / {p.get('critic_total', '—')} | {curve or '—'} |"
+        )
+        for net, stats in (ex.get("routing") or {}).items():
+            load = ", ".join(f"{x:.2f}" for x in stats.get("training_load", []))
+            routing_lines.append(
+                f"| {rec.method} | {rec.dataset} | {rec.seed} | {net} | {_fmt(stats.get('entropy'))} | "
+                f"{_fmt(stats.get('load_entropy'))} | {_fmt(stats.get('max_over_mean_load'))} | "
+                f"{stats.get('dead_experts', '—')} | {load} |"
+            )
+    if routing_lines:
+        lines += [
+            "",
+            "## Routing of the MoE gates",
+            "",
+            "Router entropy, load entropy (1 = perfectly balanced), max/mean load and dead experts are measured on "
+            "1024 replayed states at the end of training; the expert load column is accumulated over all updates.",
+            "",
+            "| method | task | seed | gate | router entropy | load entropy | max/mean load | dead experts | "
+            "expert load over training |",
+            "|---|---|---|---|---|---|---|---|---|",
+            *routing_lines,
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _bench_lines() -> list[str]:
+    """The latest ``python -m tasks.rl.bench`` result (``results/scalemoe/bench/*.json``), if any."""
+    files = sorted((results_dir("scalemoe") / "bench").glob("*.json"))
+    if not files:
+        return []
+    bench = json.loads(files[-1].read_text())
+    st = bench["settings"]
+    lines = [
+        "## Speed: environment steps per second, training included",
+        "",
+        f"`python -m tasks.rl.bench` on {bench['date']} ({files[-1].name}): {st['env']}, critic width "
+        f"{st['critic_hidden']}, actor width {st['actor_hidden']}, batch {st['batch_size']}, {st['num_experts']} "
+        f"experts top-{st['top_k']}, {st['threads']} thread(s), learning phase only, median of {st['repeats']} "
+        "interleaved run(s). Target: MoE >= 0.7x dense.",
+        "",
+        "| architecture | env steps/s | updates/s | critic active / total params | vs dense |",
+        "|---|---|---|---|---|",
+    ]
+    for arch, r in bench["results"].items():
+        ratio = r.get("ratio_vs_dense")
+        lines.append(
+            f"| {arch} | {r['env_steps_per_s']:.1f} | {r['updates_per_s']:.1f} | "
+            f"{r['critic_active']} / {r['critic_total']} | {_fmt(ratio)}x |"
+        )
+    return lines + [""]
+
+
+def plot_curves(records, path) -> None:
+    """One panel per task: ``val/return`` against environment steps for every recorded run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = sorted({r.dataset for r in records if r.extra.get("eval_curve")})
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.5), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        for rec in sorted((r for r in records if r.dataset == task), key=lambda r: (r.method, r.seed)):
+            steps, returns = zip(*rec.extra["eval_curve"])
+            ax.plot(steps, returns, marker="o", label=f"{rec.method} (seed {rec.seed})")
+        ax.set(title=task, xlabel="environment steps", ylabel="mean return (10 episodes)", ylim=(0, 1000))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    from zoo.leaderboard.record import read_records
+
+    out = results_dir("scalemoe") / "curves.png"
+    plot_curves(read_records("scalemoe"), out)
+    print(out)

@@ -1,0 +1,132 @@
+"""ScaleMoE SAC agent: each update step changes exactly the parameters it should; a short real Lightning fit."""
+
+import glob
+import math
+import os
+
+import pytest
+import pytorch_lightning as pl
+import torch
+
+from tasks.rl.data import DMControlDataModule
+from tasks.rl.sac import SACAgent
+from zoo.errors import ConfigError
+
+TINY = dict(actor_hidden=16, critic_hidden=16, critic_blocks=1, num_experts=4, top_k=2, batch_size=32)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny networks: intra-op threads only add contention on a shared CPU."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _fit(tmp_path, env_steps, learning_starts, architecture="scalemoe-output", eval_every=0, **kwargs):
+    pl.seed_everything(0)
+    agent = SACAgent(architecture=architecture, learning_starts=learning_starts, log_every=10, **TINY, **kwargs)
+    data = DMControlDataModule("cartpole-swingup", env_steps=env_steps, eval_every=eval_every, eval_episodes=1)
+    trainer = pl.Trainer(
+        max_epochs=1,
+        default_root_dir=str(tmp_path),
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+    )
+    trainer.fit(agent, data)
+    return agent, data, trainer
+
+
+@pytest.fixture(scope="module")
+def idle_agent(tmp_path_factory):
+    """An agent after 60 random steps and no update (learning_starts not reached): optimisers exist, weights fresh."""
+    agent, _, _ = _fit(tmp_path_factory.mktemp("idle"), env_steps=120, learning_starts=1000, num_q=2)
+    assert agent._timing["updates"] == 0 and len(agent.buffer) == 60
+    return agent
+
+
+def _snapshot(module):
+    return [p.detach().clone() for p in module.parameters()]
+
+
+def _changed(module, before):
+    return [not torch.equal(p, b) for p, b in zip(module.parameters(), before)]
+
+
+def test_critic_update_changes_critic_only(idle_agent):
+    agent = idle_agent
+    batch = agent.buffer.sample(32)
+    actor, critic, target = _snapshot(agent.actor), _snapshot(agent.critic), _snapshot(agent.target_critic)
+    alpha = agent.log_alpha.detach().clone()
+    obs, next_obs = agent.normalize(batch.obs), agent.normalize(batch.next_obs)
+    agent.update_critic(obs, batch.action, batch.reward, next_obs, batch.terminated)
+    assert not any(_changed(agent.actor, actor))
+    assert not any(_changed(agent.target_critic, target))
+    assert torch.equal(agent.log_alpha.detach(), alpha)
+    assert all(_changed(agent.critic, critic))  # every critic weight, both Q-networks and their gates, moved
+
+
+def test_target_network_moves_by_tau(idle_agent):
+    agent = idle_agent
+    with torch.no_grad():
+        for p in agent.critic.parameters():
+            p.add_(1.0)  # make the online critic differ from the target
+    online, target = _snapshot(agent.critic), _snapshot(agent.target_critic)
+    agent.update_target()
+    tau = agent.hparams.tau
+    for new, old, on in zip(agent.target_critic.parameters(), target, online):
+        torch.testing.assert_close(new, (1 - tau) * old + tau * on)
+
+
+def test_actor_update_changes_actor_and_temperature_not_critic(idle_agent):
+    agent = idle_agent
+    obs = agent.normalize(agent.buffer.sample(32).obs)
+    actor, critic, target = _snapshot(agent.actor), _snapshot(agent.critic), _snapshot(agent.target_critic)
+    alpha = agent.log_alpha.detach().clone()
+    agent.critic.zero_grad(set_to_none=True)
+    info = agent.update_actor_and_temperature(obs)
+    assert all(_changed(agent.actor, actor))
+    assert not any(_changed(agent.critic, critic)) and not any(_changed(agent.target_critic, target))
+    assert all(p.grad is None for p in agent.critic.parameters())  # critic was frozen
+    # temperature moves against the entropy gap: up when the policy is less random than the target entropy
+    direction = math.copysign(1.0, agent.target_entropy - float(info["entropy"]))
+    assert (agent.log_alpha.detach() - alpha).item() * direction > 0
+    assert float(info["actor_aux"]) > 0  # the gate's load-balance loss is part of the actor loss
+
+
+def test_agent_needs_the_dmc_datamodule():
+    class Other(pl.LightningDataModule):
+        def train_dataloader(self):
+            return torch.utils.data.DataLoader(range(3), batch_size=None)
+
+    trainer = pl.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    with pytest.raises(ConfigError, match="DMControlDataModule"):
+        trainer.fit(SACAgent(**TINY), Other())
+    with pytest.raises(ConfigError, match="architecture"):
+        SACAgent(architecture="moe")
+
+
+def test_lightning_fit_runs_the_environment_updates_and_evaluates(tmp_path):
+    architecture = "scalemoe-feature"
+    agent, data, trainer = _fit(tmp_path, env_steps=400, learning_starts=50, architecture=architecture, eval_every=200)
+    assert int(agent.agent_steps) == 200 and agent.env_steps() == 400
+    assert agent._timing["updates"] == (200 - 50 + 1) * 2  # UTD 2 from the step the buffer holds 50
+    assert [s for s, _ in agent.eval_history] == [200, 400]  # val/return at fixed intervals
+    assert all(0 <= r <= 1000 for _, r in agent.eval_history)
+    assert agent.obs_norm.count > 199  # statistics saw every observed state
+    metrics = trainer.test(agent, data, verbose=False)[0]
+    assert 0 <= metrics["test/return"] <= 1000
+    assert os.path.exists(os.path.join(trainer.log_dir, "returns.png"))
+    assert glob.glob(os.path.join(trainer.log_dir, "events.out.tfevents.*"))
+    extra = agent.extra_results()
+    assert extra["updates_per_s"] > 0 and extra["env_steps_per_s"] > 0
+    for net in ("actor", "critic"):
+        routing = extra["routing"][net]
+        assert len(routing["load"]) == 4 and abs(sum(routing["training_load"]) - 1) < 1e-5
+        assert 0 <= routing["load_entropy"] <= 1
+    state = agent.state_dict()
+    torch.save(state, tmp_path / "w.pt")
+    assert torch.load(tmp_path / "w.pt", weights_only=True).keys() == state.keys()
+    assert "obs_norm.mean" in state and "agent_steps" in state
