@@ -89,6 +89,13 @@ class _PolicyExperts(nn.Module):
         return torch.cat([mean, squash_log_std(raw)], dim=-1)
 
 
+def _check_gating(gating: str, num_experts: int, top_k: int) -> None:
+    if gating not in ("output", "feature"):
+        raise ConfigError(f"unknown gating {gating!r}; valid: output, feature")
+    if not 1 <= top_k <= num_experts:
+        raise ConfigError(f"top_k must be in [1, num_experts={num_experts}], got {top_k}")
+
+
 class MoEActor(nn.Module):
     """ScaleMoE actor: top-K gate over the state, E SimBa experts (output- or feature-level fusion).
 
@@ -109,10 +116,7 @@ class MoEActor(nn.Module):
         router_kwargs: dict | None = None,
     ):
         super().__init__()
-        if gating not in ("output", "feature"):
-            raise ConfigError(f"unknown gating {gating!r}; valid: output, feature")
-        if not 1 <= top_k <= num_experts:
-            raise ConfigError(f"top_k must be in [1, num_experts={num_experts}], got {top_k}")
+        _check_gating(gating, num_experts, top_k)
         self.act_dim, self.gating, self.num_experts, self.expert_hidden = act_dim, gating, num_experts, hidden
         self.router = make_router("topk", obs_dim, num_experts, top_k=top_k, **(router_kwargs or {}))
         if gating == "output":
@@ -152,10 +156,7 @@ class MoECritic(nn.Module):
         router_kwargs: dict | None = None,
     ):
         super().__init__()
-        if gating not in ("output", "feature"):
-            raise ConfigError(f"unknown gating {gating!r}; valid: output, feature")
-        if not 1 <= top_k <= num_experts:
-            raise ConfigError(f"top_k must be in [1, num_experts={num_experts}], got {top_k}")
+        _check_gating(gating, num_experts, top_k)
         self.gating, self.num_experts, self.expert_hidden = gating, num_experts, hidden
         self.router = make_router("topk", obs_dim, num_experts, top_k=top_k, **(router_kwargs or {}))
         out_dim = 1 if gating == "output" else None
