@@ -47,8 +47,9 @@ def git_commit() -> str:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
         if head.returncode != 0:
             return ""
+        # leaderboard/ changes as runs finish; only code and configs make a result "dirty"
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!leaderboard"],
             cwd=root,
             capture_output=True,
             text=True,
