@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -53,7 +54,11 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
     if fold is not None:
         args += ["--data.init_args.fold", str(fold)]
     start = time.perf_counter()
-    cli = ZooCLI(args=args, run=False)
+    argv, sys.argv = sys.argv, sys.argv[:1]  # LightningCLI warns when given both args and a command line
+    try:
+        cli = ZooCLI(args=args, run=False)
+    finally:
+        sys.argv = argv
     trainer, model = cli.trainer, cli.model
     last = run_dir / "checkpoints" / "last.ckpt"
     trainer.fit(model, datamodule=cli.datamodule, ckpt_path=str(last) if last.exists() else None, weights_only=True)
