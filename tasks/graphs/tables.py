@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from zoo.leaderboard.record import results_dir
+
 DIAG_COLUMNS = (
     ("homogeneity", "expert homogeneity ↓"),
     ("load_entropy", "load entropy ↑ (1 = flat)"),
@@ -86,8 +88,18 @@ def diagnostics_tables(records) -> str:
         runs = max(len(v) for v in vals.values())
         cells = " | ".join(_fmt(_mean(vals.get(key, []))) for key, _ in DIAG_COLUMNS)
         lines.append(f"| {dataset} | {method} | {runs} | {cells} |")
-    lines += ["", _targets(records, diag)]
+    lines += ["", _targets(records, diag), *_example_plots()]
     return "\n".join(lines) + "\n"
+
+
+def _example_plots() -> list[str]:
+    """Links to the diagnostic plots of Cora seed 0 copied from ``runs/`` (which git ignores) into the results."""
+    folder = results_dir("c2gmoe") / "plots"
+    names = sorted(p.name for p in folder.glob("*_Cora_seed0_*.png")) if folder.is_dir() else []
+    if not names:
+        return []
+    lines = ["", "## Diagnostic plots (Cora, seed 0)", ""]
+    return lines + [f"![{name[:-4]}](results/c2gmoe/plots/{name})" for name in names]
 
 
 def _targets(records, diag) -> str:
