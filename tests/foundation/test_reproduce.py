@@ -9,6 +9,8 @@ from conftest import run_zoo
 def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
     board = tmp_path / "board"
     args = ["reproduce", "toy", "--leaderboard", str(board), "--runs", str(tmp_path / "runs")]
+    interleaved = run_zoo([*args, "--dry-run", "--interleave"], zoo_env, tmp_path)
+    assert "moe / digits seed=0\n  dense / digits seed=0\n  moe / digits seed=1" in interleaved.stdout
     first = run_zoo([*args, "--only", "dense"], zoo_env, tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     records = sorted((board / "results" / "toy").glob("*.json"))
@@ -34,6 +36,10 @@ def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
     again = run_zoo([*args, "--dry-run"], zoo_env, tmp_path)
     assert "2 runs to do (3 in the benchmark, 1 recorded)" in again.stdout
     assert "dense / digits" not in again.stdout
+    assert "moe / digits seed=0\n  moe / digits seed=1" in again.stdout
+
+    excluded = run_zoo([*args, "--dry-run", "--exclude", "moe"], zoo_env, tmp_path)
+    assert "0 runs to do" in excluded.stdout
 
     page = (board / "toy.md").read_text()
     assert "| dataset | moe | dense | moe (published) | Reference (published) |" in page

@@ -31,6 +31,17 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         help="run only rows whose 'method/dataset' contains this text (repeatable)",
     )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        help="skip rows whose 'method/dataset' contains this text (repeatable)",
+    )
+    p.add_argument(
+        "--interleave",
+        action="store_true",
+        help="run (seed, fold) by (seed, fold) across all rows, so every row grows evenly if the run is cut short",
+    )
     p.add_argument("--dry-run", action="store_true", help="list the runs that would execute and exit")
     p.add_argument("--leaderboard", type=Path, default=None, help="leaderboard folder (default: the repo's)")
     p.add_argument("--runs", type=Path, default=None, help="folder for logs and checkpoints (default: runs/)")
@@ -118,14 +129,18 @@ def reproduce_main(argv: list[str]) -> int:
     for row in spec.benchmark:
         if ns.only and not any(s in f"{row.method}/{row.dataset}" for s in ns.only):
             continue
+        if any(s in f"{row.method}/{row.dataset}" for s in ns.exclude):
+            continue
         for seed, fold in row.runs():
             if record_key(row.method, row.dataset, seed, fold) not in done:
                 todo.append((row, seed, fold))
+    if ns.interleave:
+        todo.sort(key=lambda item: (item[1], -1 if item[2] is None else item[2]))  # stable: row order kept
     total = sum(len(r.runs()) for r in spec.benchmark)
     print(f"zoo reproduce {spec.name}: {len(todo)} runs to do ({total} in the benchmark, {len(done)} recorded)")
     if ns.dry_run:
-        for row, seed, fold in todo:
-            print(f"  {row.method} / {row.dataset} seed={seed}" + (f" fold={fold}" if fold is not None else ""))
+        lines = [f"  {r.method} / {r.dataset} seed={s}" + (f" fold={f}" if f is not None else "") for r, s, f in todo]
+        print("\n".join(lines))
         return 0
     failures = 0
     for i, (row, seed, fold) in enumerate(todo, 1):
