@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 
 from zoo.leaderboard.record import results_dir
+from zoo.leaderboard.render import finite_mean, fmt_value
 
 DIAG_COLUMNS = (
     ("homogeneity", "expert homogeneity ↓"),
@@ -19,21 +19,12 @@ DIAG_COLUMNS = (
 MOE_METHODS = ("gmoe", "c2gmoe", "c2gmoe_no_contrast", "c2gmoe_no_confidence")
 
 
-def _mean(values: list[float]) -> float:
-    values = [v for v in values if v is not None and not math.isnan(v)]
-    return sum(values) / len(values) if values else float("nan")
-
-
-def _fmt(v: float) -> str:
-    return "–" if math.isnan(v) else f"{v:.3f}"
-
-
 def _accuracy(records) -> dict[tuple[str, str], float]:
     acc = defaultdict(list)
     for r in records:
         if "test/acc" in r.metrics:
             acc[(r.method, r.dataset)].append(r.metrics["test/acc"])
-    return {k: _mean(v) for k, v in acc.items()}
+    return {k: finite_mean(v) for k, v in acc.items()}
 
 
 NOTES = """## How the methods are built here
@@ -86,7 +77,7 @@ def diagnostics_tables(records) -> str:
     for dataset, method in sorted(diag):
         vals = diag[(dataset, method)]
         runs = max(len(v) for v in vals.values())
-        cells = " | ".join(_fmt(_mean(vals.get(key, []))) for key, _ in DIAG_COLUMNS)
+        cells = " | ".join(fmt_value(finite_mean(vals.get(key, []))) for key, _ in DIAG_COLUMNS)
         lines.append(f"| {dataset} | {method} | {runs} | {cells} |")
     lines += ["", _targets(records, diag), *_example_plots()]
     return "\n".join(lines) + "\n"
@@ -107,28 +98,28 @@ def _targets(records, diag) -> str:
     datasets = sorted({d for (_, d) in acc})
     out = ["## Targets from the issue (computed from the records above)", ""]
     cora = acc.get(("c2gmoe", "Cora"), float("nan"))
-    out.append(f"- C2GMoE ≥ 0.830 on Cora: **{'met' if cora >= 0.830 else 'not met'}** (mean {_fmt(cora)})")
+    out.append(f"- C2GMoE ≥ 0.830 on Cora: **{'met' if cora >= 0.830 else 'not met'}** (mean {fmt_value(cora)})")
     common = [d for d in datasets if all((m, d) in acc for m in MOE_METHODS)]
     if common:
-        avg = {m: _mean([acc[(m, d)] for d in common]) for m in MOE_METHODS}
-        others = ", ".join(f"{m} {_fmt(avg[m])}" for m in MOE_METHODS[:1] + MOE_METHODS[2:])
+        avg = {m: finite_mean([acc[(m, d)] for d in common]) for m in MOE_METHODS}
+        others = ", ".join(f"{m} {fmt_value(avg[m])}" for m in MOE_METHODS[:1] + MOE_METHODS[2:])
         ok = all(avg["c2gmoe"] > avg[m] for m in MOE_METHODS if m != "c2gmoe")
         out.append(
             f"- C2GMoE above GMoE and both ablations on average over {', '.join(common)}: "
-            f"**{'met' if ok else 'not met'}** (c2gmoe {_fmt(avg['c2gmoe'])}; {others})"
+            f"**{'met' if ok else 'not met'}** (c2gmoe {fmt_value(avg['c2gmoe'])}; {others})"
         )
     for key, better, label in (
         ("homogeneity", "lower", "expert homogeneity"),
         ("load_entropy", "higher", "load entropy (flatter load)"),
     ):
         pairs = [
-            (d, _mean(diag[(d, "c2gmoe")][key]), _mean(diag[(d, "gmoe")][key]))
+            (d, finite_mean(diag[(d, "c2gmoe")][key]), finite_mean(diag[(d, "gmoe")][key]))
             for d in datasets
             if diag.get((d, "c2gmoe"), {}).get(key) and diag.get((d, "gmoe"), {}).get(key)
         ]
         if not pairs:
             continue
         wins = [d for d, c, g in pairs if (c < g if better == "lower" else c > g)]
-        detail = "; ".join(f"{d}: {_fmt(c)} vs {_fmt(g)}" for d, c, g in pairs)
+        detail = "; ".join(f"{d}: {fmt_value(c)} vs {fmt_value(g)}" for d, c, g in pairs)
         out.append(f"- {label} {better} than GMoE: {len(wins)}/{len(pairs)} datasets ({detail})")
     return "\n".join(out)

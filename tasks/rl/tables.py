@@ -9,10 +9,7 @@ from __future__ import annotations
 import json
 
 from zoo.leaderboard.record import results_dir
-
-
-def _fmt(value, digits: int = 2) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+from zoo.leaderboard.render import fmt_value
 
 
 def scalemoe_tables(records) -> str:
@@ -36,15 +33,15 @@ def scalemoe_tables(records) -> str:
         p = ex.get("params", {})
         curve = ", ".join(f"{s / 1000:g}k: {r:.0f}" for s, r in ex.get("eval_curve", []))
         lines.append(
-            f"| {rec.method} | {rec.dataset} | {rec.seed} | {_fmt(ex.get('env_steps_per_s'), 1)} | "
-            f"{_fmt(ex.get('updates_per_s'), 1)} | {p.get('actor_active', '—')} / {p.get('actor_total', '—')} | "
+            f"| {rec.method} | {rec.dataset} | {rec.seed} | {fmt_value(ex.get('env_steps_per_s'), 1)} | "
+            f"{fmt_value(ex.get('updates_per_s'), 1)} | {p.get('actor_active', '—')} / {p.get('actor_total', '—')} | "
             f"{p.get('critic_active', '—')} / {p.get('critic_total', '—')} | {curve or '—'} |"
         )
         for net, stats in (ex.get("routing") or {}).items():
             load = ", ".join(f"{x:.2f}" for x in stats.get("training_load", []))
             routing_lines.append(
-                f"| {rec.method} | {rec.dataset} | {rec.seed} | {net} | {_fmt(stats.get('entropy'))} | "
-                f"{_fmt(stats.get('load_entropy'))} | {_fmt(stats.get('max_over_mean_load'))} | "
+                f"| {rec.method} | {rec.dataset} | {rec.seed} | {net} | {fmt_value(stats.get('entropy'), 2)} | "
+                f"{fmt_value(stats.get('load_entropy'), 2)} | {fmt_value(stats.get('max_over_mean_load'), 2)} | "
                 f"{stats.get('dead_experts', '—')} | {load} |"
             )
     if routing_lines:
@@ -85,7 +82,7 @@ def _bench_lines() -> list[str]:
         ratio = r.get("ratio_vs_dense")
         lines.append(
             f"| {arch} | {r['env_steps_per_s']:.1f} | {r['updates_per_s']:.1f} | "
-            f"{r['critic_active']} / {r['critic_total']} | {_fmt(ratio)}x |"
+            f"{r['critic_active']} / {r['critic_total']} | {fmt_value(ratio, 2)}x |"
         )
     return lines + [""]
 

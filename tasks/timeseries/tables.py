@@ -8,17 +8,17 @@ import statistics
 from collections import defaultdict
 
 from tasks.timeseries.spec import DATASETS, HORIZONS, PUBLISHED
+from zoo.leaderboard.render import finite_mean, fmt_value
 
 _CONDITIONS = (("clean", ""), ("missing", "_missing"), ("spike", "_spike"), ("noise", "_noise"))
 
 
 def _mean(records, metric: str) -> float:
-    values = [r.metrics[metric] for r in records if metric in r.metrics and not math.isnan(r.metrics[metric])]
-    return statistics.fmean(values) if values else math.nan
+    return finite_mean(r.metrics.get(metric) for r in records)
 
 
 def _fmt(value: float, dagger: bool = False) -> str:
-    return "—" if math.isnan(value) else f"{value:.3f}" + (" †" if dagger else "")
+    return fmt_value(value) + (" †" if dagger and not math.isnan(value) else "")
 
 
 def _cells(records) -> dict[tuple[str, str], list]:

@@ -3,6 +3,7 @@ answers without importing torch."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 HELP = """usage: zoo COMMAND [options]
@@ -95,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zoo: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into e.g. `head`, which closed early: not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:  # noqa: BLE001 - user errors become one line; real bugs keep their traceback
         user = _user_error(exc)
         if user is None:

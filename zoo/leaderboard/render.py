@@ -16,6 +16,17 @@ def fmt_number(value: float) -> str:
     return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
 
 
+def finite_mean(values) -> float:
+    """Mean of the values that are neither None nor NaN; NaN when none is left."""
+    values = [v for v in values if v is not None and not math.isnan(v)]
+    return statistics.fmean(values) if values else math.nan
+
+
+def fmt_value(value: float | None, digits: int = 3) -> str:
+    """A fixed-decimals number, or ``—`` for a missing (None / NaN) one."""
+    return "—" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
 def mean_std(values: list[float]) -> str:
     """``mean ± std (n)``; std is the sample standard deviation, omitted for a single run."""
     values = [v for v in values if not math.isnan(v)]
