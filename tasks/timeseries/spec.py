@@ -27,9 +27,10 @@ PUBLISHED = {
     },
 }
 
-# Epoch budget per dataset on the project's 2-core CPU (the paper: up to 30 epochs, patience 5). The row's
-# override caps max_epochs; early stopping (patience 5 on val/loss) still applies below the cap.
-MAX_EPOCHS = {"ETTh1": 1, "ETTh2": 3, "ETTm1": 1, "ETTm2": 1, "Weather": 1}
+# Epoch budget per dataset on the project's 2-core CPU (the paper: up to 30 epochs, patience 5). ETTh1 and ETTh2
+# run the paper's schedule; the 4x (ETTm) and 9x (Weather: 21 channels) larger datasets are capped. The cap
+# overrides max_epochs; early stopping (patience 5 on val/loss) still applies below it.
+MAX_EPOCHS = {"ETTh1": 30, "ETTh2": 30, "ETTm1": 1, "ETTm2": 1, "Weather": 1}
 PAPER_EPOCHS = 30
 QUICK = (
     "--trainer.max_epochs",
