@@ -101,28 +101,40 @@ class LearnablePatchReplacement(nn.Module):
     """SEER's Learnable Patch Replacement: score each patch token ``s = sigmoid(w . z + b)``; tokens with
     ``s <= threshold`` are replaced by the series token (position 0, always kept).
 
-    The keep mask is hard in the forward pass and straight-through in the backward pass
-    (``m = hard + s - stop_grad(s)``), so the scorer learns from the forecasting loss through
-    ``d out / d s = z - series_token`` for every patch. (The reference passes the gradient through kept
-    tokens only, scaled by ``1/s``.)
+    The keep mask ``m`` is hard (exactly 0 / 1) in the forward pass. Its gradient (``gradient``):
+    - ``"reference"`` (decisionintelligence/SEER): ``m = s / stop_grad(s)`` on kept tokens, ``m = 0`` on replaced
+      ones, so the scorer learns through kept tokens only (``d out / d s = (z - series_token) / s``). A replaced
+      token passes no gradient to its score, so replacement is a ratchet: on ETTh1 the replaced share grows from
+      ~10% at initialisation to ~99% within 3 epochs.
+    - ``"straight_through"``: ``m = hard + s - stop_grad(s)``, every patch's score gets ``z - series_token``;
+      the scorer then learns to keep nearly every patch (~0.05% replaced on ETT).
 
     Shapes: tokens (N, 1 + P, D) -> (replaced tokens (N, 1 + P, D), keep (N, P) bool for the patches).
     """
 
-    def __init__(self, d_model: int, threshold: float = 0.5):
+    GRADIENTS = ("reference", "straight_through")
+
+    def __init__(self, d_model: int, threshold: float = 0.5, gradient: str = "reference"):
         super().__init__()
         if not 0.0 <= threshold < 1.0:
             raise ConfigError(f"score_threshold must be in [0, 1), got {threshold}")
+        if gradient not in self.GRADIENTS:
+            raise ConfigError(f"unknown replacement gradient {gradient!r}; choose one of {', '.join(self.GRADIENTS)}")
         self.scorer = nn.Linear(d_model, 1)
-        self.threshold = threshold
+        self.threshold, self.gradient = threshold, gradient
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         series, patches = tokens[:, :1], tokens[:, 1:]
         score = torch.sigmoid(self.scorer(patches))  # (N, P, 1)
-        hard = (score > self.threshold).to(score.dtype)
-        mask = hard + (score - score.detach())  # exactly `hard` forward, d mask / d score = 1 backward
+        keep = score > self.threshold
+        if self.gradient == "reference":
+            # 1 where kept (d/ds = 1/s), 0 where replaced; the safe denominator keeps a score of exactly 0 from
+            # turning the (unused) gradient of the replaced branch into NaN.
+            mask = torch.where(keep, score / torch.where(keep, score.detach(), torch.ones_like(score)), 0.0)
+        else:
+            mask = keep.to(score.dtype) + (score - score.detach())
         patches = patches * mask + series * (1.0 - mask)
-        return torch.cat([series, patches], dim=1), hard.squeeze(-1).bool()
+        return torch.cat([series, patches], dim=1), keep.squeeze(-1)
 
 
 class SEERNet(nn.Module):
@@ -158,6 +170,7 @@ class SEERNet(nn.Module):
         head_scaling: float = 0.5,
         moe_embedding: bool = True,
         patch_replacement: bool = True,
+        replacement_gradient: str = "reference",
     ):
         super().__init__()
         self.seq_len, self.pred_len, self.num_channels = seq_len, pred_len, num_channels
@@ -168,7 +181,9 @@ class SEERNet(nn.Module):
             patch_len, d_model, n_patches, num_experts, top_k, aux_weight, moe=moe_embedding
         )
         self.series_token = ChannelAdaptiveSeriesToken(seq_len, d_model, d_score, dropout)
-        self.replacement = LearnablePatchReplacement(d_model, score_threshold) if patch_replacement else None
+        self.replacement = (
+            LearnablePatchReplacement(d_model, score_threshold, replacement_gradient) if patch_replacement else None
+        )
         self.causal = nn.Sequential(EncoderLayer(d_model, n_heads, d_ff, dropout, causal=True), nn.LayerNorm(d_model))
         self.encoder = nn.Sequential(
             *[EncoderLayer(d_model, n_heads, d_ff, dropout) for _ in range(e_layers)], nn.LayerNorm(d_model)
@@ -235,6 +250,7 @@ class SEERForecaster(Forecaster):
         head_scaling: float = 0.5,
         moe_embedding: bool = True,
         patch_replacement: bool = True,
+        replacement_gradient: str = "reference",
         loss: str = "mae",
         lr: float = 1e-4,
         lr_decay: float = 0.9,
@@ -267,4 +283,5 @@ class SEERForecaster(Forecaster):
             head_scaling,
             moe_embedding,
             patch_replacement,
+            replacement_gradient,
         )

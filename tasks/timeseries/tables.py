@@ -109,7 +109,12 @@ def _diagnostics(cells) -> list[str]:
         "## SEER diagnostics on the test set",
         "",
         "Fraction of patch tokens replaced by the series token, and the expert load of the MoE patch embedding "
-        "(share of routed patch slots per expert) with its coefficient of variation.",
+        "(share of routed patch slots per expert) with its coefficient of variation. The replacement scorer "
+        "learns as in the reference code: only kept tokens pass a gradient to their score, so a replaced token "
+        "stays replaced and the replaced share ratchets up during training (probe on ETTh1/96: ~10% at "
+        "initialisation, ~49% after 60 steps, ~99% after 3 epochs). A straight-through rule that lets every "
+        "score learn (`replacement_gradient: straight_through`) instead keeps almost every patch (~0.05% "
+        "replaced, measured in the previous 1- and 3-epoch runs).",
         "",
         "| dataset | replaced (clean / missing / spike / noise) | expert load (clean) | load CV |",
         "|---|---|---|---|",

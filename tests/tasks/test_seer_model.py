@@ -79,13 +79,44 @@ class TestPatchReplacement:
         torch.testing.assert_close(out[:, 0], tokens[:, 0])
         torch.testing.assert_close(out, tokens[:, :1].expand_as(tokens))
 
-    def test_straight_through_gradient_reaches_the_scorer(self):
+    def test_gradient_reaches_the_scorer_through_kept_tokens_only(self):
         rep = LearnablePatchReplacement(16, threshold=0.5)
+        tokens = self._tokens().requires_grad_(True)
+        out, keep = rep(tokens)
+        upstream = torch.randn_like(out)
+        (out * upstream).sum().backward()
+        assert rep.scorer.weight.grad is not None and rep.scorer.weight.grad.abs().sum() > 0
+        # reference rule: d out / d score = (z - series) / score on kept tokens, nothing from replaced ones
+        patches, series = tokens.detach()[:, 1:], tokens.detach()[:, :1]
+        score = torch.sigmoid(rep.scorer(patches)).squeeze(-1).detach()
+        d_score = ((patches - series) * upstream[:, 1:]).sum(-1) / score * keep
+        d_logit = d_score * score * (1 - score)
+        torch.testing.assert_close(rep.scorer.bias.grad, d_logit.sum().reshape(1))
+
+    def test_straight_through_gradient_reaches_every_score(self):
+        rep = LearnablePatchReplacement(16, threshold=0.5, gradient="straight_through")
         tokens = self._tokens()
         out, keep = rep(tokens)
-        (out * torch.randn_like(out)).sum().backward()
-        assert rep.scorer.weight.grad is not None and rep.scorer.weight.grad.abs().sum() > 0
-        assert rep.scorer.bias.grad.abs() > 0
+        assert torch.equal(out[:, 1:][keep], tokens[:, 1:][keep])  # same forward as the reference rule
+        upstream = torch.randn_like(out)
+        (out * upstream).sum().backward()
+        patches, series = tokens[:, 1:], tokens[:, :1]
+        score = torch.sigmoid(rep.scorer(patches)).squeeze(-1).detach()
+        d_logit = ((patches - series) * upstream[:, 1:]).sum(-1) * score * (1 - score)
+        torch.testing.assert_close(rep.scorer.bias.grad, d_logit.sum().reshape(1))
+
+    def test_unknown_gradient_rule(self):
+        with pytest.raises(ConfigError, match="replacement gradient"):
+            LearnablePatchReplacement(16, gradient="soft")
+
+    def test_all_replaced_gives_the_scorer_no_gradient_and_no_nan(self):
+        rep = LearnablePatchReplacement(16, threshold=0.5)
+        with torch.no_grad():
+            rep.scorer.bias.fill_(-200.0)  # sigmoid underflows to exactly 0
+        out, keep = rep(self._tokens())
+        out.sum().backward()
+        assert not keep.any() and torch.isfinite(out).all()
+        assert torch.equal(rep.scorer.bias.grad, torch.zeros(1))
 
     def test_threshold_out_of_range(self):
         with pytest.raises(ConfigError):
