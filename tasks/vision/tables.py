@@ -56,8 +56,10 @@ def mammoth_tables(records: list) -> str:
         "## MAMMOTH vs the linear layer, per aggregator",
         "",
         f"Coverage: {recorded} of the {planned} planned runs ({len(REPEATS)} repeats x 10 folds per cell) are "
-        "recorded; n in each cell says how many (repeat, fold) runs it averages. Cells with fewer than 50 runs are "
-        "a reduced reproduction (the ~1-hour budget on a shared 2-core machine covered about 1.3 repeats).",
+        "recorded; n in each cell says how many (repeat, fold) runs it averages; a cell with fewer than "
+        f"{len(REPEATS) * 10} is a partial reproduction. The s/epoch column averages runs from two sessions, one on "
+        "a machine shared by several jobs (load average ~15) and one on a quiet machine, in different proportions "
+        "per column, so it is not a speed comparison; the like-for-like one is the module benchmark below.",
         "",
     ]
     wins = {"test/acc": [0, 0], "test/auc": [0, 0]}
