@@ -72,7 +72,8 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
         sys.argv = argv
     trainer, model = cli.trainer, cli.model
     last = run_dir / "checkpoints" / "last.ckpt"
-    trainer.fit(model, datamodule=cli.datamodule, ckpt_path=str(last) if last.exists() else None, weights_only=True)
+    resumed = last.exists()  # then wall_time_s covers only this process's share of the run
+    trainer.fit(model, datamodule=cli.datamodule, ckpt_path=str(last) if resumed else None, weights_only=True)
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
     use_best = bool(getattr(model, "checkpoint_monitor", None) and best)
     trainer.test(
@@ -80,8 +81,7 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
     )
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/") and v.numel() == 1}
     extra = model.extra_results() if hasattr(model, "extra_results") else {}
-    if last.exists():
-        extra.setdefault("resumed_from_checkpoint", False)
+    extra["resumed_from_checkpoint"] = resumed
     config = yaml.safe_load(cli.parser.dump(cli.config, skip_none=False))
     return RunRecord(
         task=spec.name,
