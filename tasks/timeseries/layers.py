@@ -18,6 +18,16 @@ def num_patches(seq_len: int, patch_len: int, stride: int) -> int:
     return (seq_len - patch_len) // stride + 2
 
 
+def check_window(x: Tensor, seq_len: int, num_channels: int) -> None:
+    """Raise a ConfigError unless ``x`` is (B, seq_len, num_channels), the window a forecaster was built for."""
+    _, length, c = x.shape
+    if length != seq_len or c != num_channels:
+        raise ConfigError(
+            f"input is (B, {length}, {c}) but the model was built for (B, {seq_len}, {num_channels}); "
+            "set model seq_len / num_channels to match the data"
+        )
+
+
 def patchify(x: Tensor, patch_len: int, stride: int) -> Tensor:
     """(N, L) -> (N, P, patch_len): replicate-pad ``stride`` values at the end, then unfold."""
     x = F.pad(x.unsqueeze(1), (0, stride), mode="replicate").squeeze(1)

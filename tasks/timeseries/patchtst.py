@@ -7,9 +7,8 @@ import torch
 from torch import Tensor, nn
 
 from tasks.timeseries.forecaster import Forecaster
-from tasks.timeseries.layers import EncoderLayer, FlattenHead, num_patches, patchify
+from tasks.timeseries.layers import EncoderLayer, FlattenHead, check_window, num_patches, patchify
 from tasks.timeseries.revin import RevIN
-from zoo.errors import ConfigError
 
 
 class PatchTSTNet(nn.Module):
@@ -50,12 +49,8 @@ class PatchTSTNet(nn.Module):
         self.head = FlattenHead(n_patches, d_model, pred_len, head_dropout)
 
     def forward(self, x: Tensor) -> Tensor:
+        check_window(x, self.seq_len, self.num_channels)
         b, length, c = x.shape
-        if length != self.seq_len or c != self.num_channels:
-            raise ConfigError(
-                f"input is (B, {length}, {c}) but the model was built for (B, {self.seq_len}, "
-                f"{self.num_channels}); set model seq_len / num_channels to match the data"
-            )
         x = self.revin.normalize(x).transpose(1, 2).reshape(b * c, length)
         tokens = self.dropout(self.embed(patchify(x, self.patch_len, self.stride)) + self.pos)
         out = self.head(self.encoder(tokens)).view(b, c, self.pred_len).transpose(1, 2)

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from tasks.timeseries.forecaster import Forecaster
-from tasks.timeseries.layers import EncoderLayer, FlattenHead, num_patches, patchify, sinusoidal_encoding
+from tasks.timeseries.layers import EncoderLayer, FlattenHead, check_window, num_patches, patchify, sinusoidal_encoding
 from tasks.timeseries.revin import RevIN
 from zoo.errors import ConfigError
 from zoo.moe import MoE
@@ -194,12 +194,8 @@ class SEERNet(nn.Module):
         self.last_stats: dict[str, Tensor] = {}
 
     def forward(self, x: Tensor) -> Tensor:
+        check_window(x, self.seq_len, self.num_channels)
         b, length, c = x.shape
-        if length != self.seq_len or c != self.num_channels:
-            raise ConfigError(
-                f"input is (B, {length}, {c}) but the model was built for (B, {self.seq_len}, "
-                f"{self.num_channels}); set model seq_len / num_channels to match the data"
-            )
         x = self.revin.normalize(x).transpose(1, 2)  # (B, C, L)
         patches = patchify(x.reshape(b * c, length), self.patch_len, self.stride)
         tokens = torch.cat([self.series_token(x).reshape(b * c, 1, -1), self.embedding(patches)], dim=1)
