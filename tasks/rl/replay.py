@@ -27,7 +27,8 @@ class ReplayBuffer:
     ``seed_everything`` makes it reproducible. Observations are stored raw; the agent normalises at update time
     with its current running statistics, as the SimBa reference does.
 
-    Not part of the checkpoint (it can hold millions of floats): a resumed run starts with an empty buffer.
+    ``state_dict`` holds the filled part only (a 50k-step DeepMind Control run: a few MB), so the agent stores
+    the buffer in its checkpoints and a resumed run replays the same transitions.
     """
 
     def __init__(self, capacity: int, obs_dim: int, act_dim: int):
@@ -54,6 +55,23 @@ class ReplayBuffer:
         self.terminated[i] = float(terminated)
         self.ptr = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
+
+    _FIELDS = ("obs", "action", "reward", "next_obs", "terminated")
+
+    def state_dict(self) -> dict:
+        state = {name: getattr(self, name)[: self.size].clone() for name in self._FIELDS}
+        return state | {"ptr": self.ptr, "size": self.size, "capacity": self.capacity}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state["capacity"] != self.capacity or state["obs"].shape[1:] != self.obs.shape[1:]:
+            raise ValueError(
+                f"replay buffer in the checkpoint (capacity {state['capacity']}, obs {tuple(state['obs'].shape[1:])})"
+                f" does not match this run's (capacity {self.capacity}, obs {tuple(self.obs.shape[1:])})"
+            )
+        size = state["size"]
+        for name in self._FIELDS:
+            getattr(self, name)[:size] = state[name]
+        self.ptr, self.size = state["ptr"], size
 
     def sample(self, batch_size: int) -> Batch:
         if self.size == 0:

@@ -13,9 +13,13 @@ MoE networks add their routers' aux losses (``aux_weights``, default Switch load
 
 Observations are normalised by running statistics updated on every observed state (SimBa). Evaluation acts
 greedily (``tanh(mean)``), ``eval_episodes`` episodes every ``eval_every`` environment steps (``val/return``),
-and once more on the final policy (``test/return``). The replay buffer is not checkpointed: a run resumed from a
-checkpoint keeps its networks, statistics and step counter, acts with its policy, and waits until the buffer again
-holds ``learning_starts`` transitions before updating.
+and once more on the final policy (``test/return``).
+
+A run is resumable mid-training: ``last.ckpt`` is rewritten every ``checkpoint_every_s`` seconds
+(``zoo.callbacks.PeriodicCheckpoint``) and holds the networks, optimisers, temperature, observation statistics,
+step counter, replay buffer, evaluation curve and routing counts. A resumed run continues from that agent step
+with the same buffer; only the episode in progress when the checkpoint was written is dropped (the environment
+starts a new one), since dm-control's task state is not part of the checkpoint.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from torch import Tensor
 from tasks.rl.networks import ARCHITECTURES, make_actor, make_critic
 from tasks.rl.replay import Batch, ReplayBuffer
 from tasks.rl.simba import RunningMeanStd
+from zoo.callbacks.periodic_checkpoint import PeriodicCheckpoint
 from zoo.errors import ConfigError
 from zoo.moe.stats import routing_stats
 
@@ -87,12 +92,15 @@ class SACAgent(pl.LightningModule):
         buffer_capacity: int = 1_000_000,
         aux_weights: dict[str, float] | None = None,
         log_every: int = 500,
+        checkpoint_every_s: float = 300.0,
     ):
         super().__init__()
         if architecture not in ARCHITECTURES:
             raise ConfigError(f"unknown architecture {architecture!r}; valid: {', '.join(ARCHITECTURES)}")
         if num_q < 1:
             raise ConfigError(f"num_q must be >= 1, got {num_q}")
+        if checkpoint_every_s < 0:
+            raise ConfigError(f"checkpoint_every_s must be >= 0 (0: no mid-run checkpoints), got {checkpoint_every_s}")
         self.save_hyperparameters()
         self.automatic_optimization = False
         self.aux_weights = {"load_balance": 0.01} if aux_weights is None else dict(aux_weights)
@@ -150,6 +158,34 @@ class SACAgent(pl.LightningModule):
         self.buffer = ReplayBuffer(capacity, self.obs_dim, self.act_dim)
         self._obs, _ = self.env.reset()
         self._episode_return = 0.0
+
+    def configure_callbacks(self) -> list[pl.Callback]:
+        every = self.hparams.checkpoint_every_s
+        return [PeriodicCheckpoint(every)] if every else []
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        """Everything a resumed run needs besides ``state_dict``, as tensors and plain lists (loads with
+        ``weights_only=True``). The training time so far is stored so the record's speed covers the whole run."""
+        if self.buffer is not None:
+            checkpoint["replay_buffer"] = self.buffer.state_dict()
+        timing = dict(self._timing)
+        if getattr(self, "_fit_start", None) is not None and self.trainer.training:
+            timing["fit_s"] += time.perf_counter() - self._fit_start
+            timing["fit_env_steps"] += self.env_steps() - self._fit_start_steps
+        checkpoint["sac_progress"] = {
+            "eval_history": [[s, r] for s, r in self.eval_history],
+            "usage": dict(self.usage),
+            "timing": timing,
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        if "replay_buffer" in checkpoint and self.buffer is not None:
+            self.buffer.load_state_dict(checkpoint["replay_buffer"])
+        progress = checkpoint.get("sac_progress")
+        if progress is not None:
+            self.eval_history = [(int(s), float(r)) for s, r in progress["eval_history"]]
+            self.usage = {k: v.clone() for k, v in progress["usage"].items()}
+            self._timing = dict(progress["timing"])
 
     def configure_optimizers(self):
         hp = self.hparams
@@ -267,6 +303,10 @@ class SACAgent(pl.LightningModule):
     def on_train_start(self) -> None:
         self._fit_start, self._fit_start_steps = time.perf_counter(), self.env_steps()
 
+    def on_train_batch_start(self, batch, batch_idx: int) -> int | None:
+        # The budget is the step counter, not the batch index: a resumed run's dataloader starts again at 0.
+        return -1 if int(self.agent_steps) >= self.dm.agent_steps else None
+
     def training_step(self, step, batch_idx: int) -> None:
         hp = self.hparams
         obs = torch.as_tensor(self._obs, dtype=torch.float32)
@@ -291,7 +331,7 @@ class SACAgent(pl.LightningModule):
                 info = self.update(self.buffer.sample(hp.batch_size))
             if int(self.agent_steps) % hp.log_every == 0:
                 metrics = {f"train/{k}": float(v.detach()) for k, v in info.items()}
-                metrics["train/temperature"] = float(self.log_alpha.exp())
+                metrics["train/temperature"] = float(self.log_alpha.detach().exp())
                 self._log_to_loggers(metrics)
 
         env_steps = self.env_steps()
@@ -304,6 +344,7 @@ class SACAgent(pl.LightningModule):
     def on_train_end(self) -> None:
         self._timing["fit_s"] += time.perf_counter() - self._fit_start
         self._timing["fit_env_steps"] += self.env_steps() - self._fit_start_steps
+        self._fit_start = None
         self.plot_returns()
 
     def test_step(self, batch, batch_idx: int) -> None:
@@ -381,6 +422,7 @@ class SACAgent(pl.LightningModule):
             "updates": t["updates"],
             "updates_per_s": t["updates"] / t["update_s"] if t["update_s"] else None,
             "env_steps_per_s": t["fit_env_steps"] / t["fit_s"] if t["fit_s"] else None,
+            "train_time_s": t["fit_s"],
             "params": self.parameter_counts(),
             "eval_curve": [[s, r] for s, r in self.eval_history],
             "returns_png": os.path.join(self._out_dir(), "returns.png")

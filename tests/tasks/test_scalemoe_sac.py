@@ -7,6 +7,7 @@ import os
 import pytest
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.callbacks import ModelCheckpoint
 
 from tasks.rl.data import DMControlDataModule
 from tasks.rl.sac import SACAgent
@@ -130,3 +131,71 @@ def test_lightning_fit_runs_the_environment_updates_and_evaluates(tmp_path):
     torch.save(state, tmp_path / "w.pt")
     assert torch.load(tmp_path / "w.pt", weights_only=True).keys() == state.keys()
     assert "obs_norm.mean" in state and "agent_steps" in state
+
+
+class _Killed(Exception):
+    pass
+
+
+class _KillAtStep(pl.Callback):
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_train_batch_end(self, trainer, agent, *args):
+        if int(agent.agent_steps) == self.step:
+            raise _Killed
+
+
+def _resumable_fit(tmp_path, kill_at=None, ckpt_path=None):
+    pl.seed_everything(0)
+    agent = SACAgent(learning_starts=40, log_every=10, checkpoint_every_s=1e-9, **TINY)  # save after every step
+    data = DMControlDataModule("cartpole-swingup", env_steps=240, eval_every=80, eval_episodes=1)
+    callbacks = [ModelCheckpoint(dirpath=tmp_path / "checkpoints", save_last=True)]
+    trainer = pl.Trainer(
+        max_epochs=1,
+        default_root_dir=str(tmp_path),
+        callbacks=callbacks + ([_KillAtStep(kill_at)] if kill_at else []),
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        logger=False,
+    )
+    try:
+        trainer.fit(agent, data, ckpt_path=ckpt_path, weights_only=True)
+    except _Killed:
+        pass
+    return agent
+
+
+def test_killed_run_resumes_with_its_replay_buffer_and_step_counter(tmp_path):
+    killed = _resumable_fit(tmp_path, kill_at=70)
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    assert not list((tmp_path / "checkpoints").glob("*.partial"))  # the timed save renames into place
+    saved = torch.load(last, weights_only=True)
+    steps = int(saved["state_dict"]["agent_steps"])
+    assert 60 <= steps <= 70 and saved["replay_buffer"]["size"] == steps
+    assert [s for s, _ in saved["sac_progress"]["eval_history"]] == [80]  # the curve so far is kept
+    updates_before = saved["sac_progress"]["timing"]["updates"]
+    assert updates_before == (steps - 40 + 1) * 2
+    torch.testing.assert_close(saved["replay_buffer"]["obs"], killed.buffer.obs[:steps])
+
+    resumed = _resumable_fit(tmp_path, ckpt_path=str(last))
+    assert int(resumed.agent_steps) == 120 and len(resumed.buffer) == 120  # budget by step counter, not batch
+    torch.testing.assert_close(resumed.buffer.obs[:steps], saved["replay_buffer"]["obs"])
+    # updates continue at once (the restored buffer already holds learning_starts transitions)
+    assert resumed._timing["updates"] == updates_before + (120 - steps) * 2
+    assert [s for s, _ in resumed.eval_history] == [80, 160, 240]
+    assert resumed._timing["fit_env_steps"] == 240  # speed is measured over the whole run, both processes
+
+
+def test_replay_buffer_state_round_trip_checks_shape():
+    from tasks.rl.replay import ReplayBuffer
+
+    buffer = ReplayBuffer(8, 3, 2)
+    for i in range(11):  # wraps around the ring
+        buffer.add(torch.full((3,), float(i)), torch.zeros(2), i, torch.ones(3), i % 2 == 0)
+    copy_ = ReplayBuffer(8, 3, 2)
+    copy_.load_state_dict(buffer.state_dict())
+    assert (copy_.ptr, copy_.size) == (3, 8) and torch.equal(copy_.obs, buffer.obs)
+    assert torch.equal(copy_.terminated, buffer.terminated)
+    with pytest.raises(ValueError, match="does not match"):
+        ReplayBuffer(8, 4, 2).load_state_dict(buffer.state_dict())

@@ -1,0 +1,48 @@
+"""Save ``last.ckpt`` every few minutes inside a long epoch, so a killed run loses at most that much work."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytorch_lightning as pl
+from pytorch_lightning.callbacks import ModelCheckpoint
+
+
+class PeriodicCheckpoint(pl.Callback):
+    """Overwrite the ``ModelCheckpoint``'s ``last.ckpt`` after a training batch once ``every_s`` seconds have
+    passed since the previous save.
+
+    Lightning's own ``ModelCheckpoint(train_time_interval=...)`` cannot be combined with its end-of-epoch saves
+    (the two triggers are mutually exclusive), and the run still needs those; this callback adds the timed save
+    beside them. The file is written to a temporary name and renamed, so a run killed while saving keeps the
+    previous ``last.ckpt`` intact.
+
+    Only for modules whose progress lives in their own state (e.g. the RL agent's step counter and replay
+    buffer): on resume Lightning restarts the epoch's dataloader from its first batch, so a module that reads
+    its data from the batches would see some of them twice. Does nothing when the trainer has no
+    ``ModelCheckpoint`` (``enable_checkpointing=False``).
+    """
+
+    def __init__(self, every_s: float):
+        if every_s <= 0:
+            raise ValueError(f"every_s must be > 0, got {every_s}")
+        self.every_s = every_s
+        self._last_save = time.monotonic()
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._last_save = time.monotonic()
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs, batch, idx) -> None:
+        if time.monotonic() - self._last_save < self.every_s:
+            return
+        callback = trainer.checkpoint_callback
+        if not isinstance(callback, ModelCheckpoint) or callback.dirpath is None:
+            return
+        path = Path(callback.dirpath) / f"{callback.CHECKPOINT_NAME_LAST}{callback.FILE_EXTENSION}"
+        partial = path.with_name(path.name + ".partial")
+        trainer.save_checkpoint(partial)
+        if trainer.is_global_zero:
+            os.replace(partial, path)
+        self._last_save = time.monotonic()
