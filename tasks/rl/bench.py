@@ -5,7 +5,7 @@
 Each architecture runs a real ``SACAgent`` fit (act, store, 2 SAC updates per agent step) in this process; the
 clock covers only the learning phase (after the random warm-up), and runs are interleaved (dense, MoE, dense, ...)
 so that a shared machine's load hits every architecture alike. Prints the table and the MoE / dense ratios, and
-writes JSON (default ``leaderboard/results/scalemoe/bench/<date>.json``).
+writes JSON (default ``leaderboard/results/scalemoe/bench/<date>-<HHMM>-critic<width>.json``).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs,
     }
     out = args.out or Path(__file__).resolve().parents[2] / "leaderboard/results/scalemoe/bench" / (
-        time.strftime("%Y-%m-%d") + ".json"
+        time.strftime("%Y-%m-%d-%H%M") + f"-critic{args.critic_hidden}.json"
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -61,30 +61,38 @@ def scalemoe_tables(records) -> str:
 
 
 def _bench_lines() -> list[str]:
-    """The latest ``python -m tasks.rl.bench`` result (``results/scalemoe/bench/*.json``), if any."""
-    files = sorted((results_dir("scalemoe") / "bench").glob("*.json"))
-    if not files:
+    """The newest ``python -m tasks.rl.bench`` result per critic width (``results/scalemoe/bench/*.json``)."""
+    latest: dict[int, tuple[str, dict]] = {}
+    for path in sorted((results_dir("scalemoe") / "bench").glob("*.json")):
+        bench = json.loads(path.read_text())
+        width = bench["settings"]["critic_hidden"]
+        if width not in latest or bench["date"] > latest[width][1]["date"]:
+            latest[width] = (path.name, bench)
+    if not latest:
         return []
-    bench = json.loads(files[-1].read_text())
-    st = bench["settings"]
     lines = [
         "## Speed: environment steps per second, training included",
         "",
-        f"`python -m tasks.rl.bench` on {bench['date']} ({files[-1].name}): {st['env']}, critic width "
-        f"{st['critic_hidden']}, actor width {st['actor_hidden']}, batch {st['batch_size']}, {st['num_experts']} "
-        f"experts top-{st['top_k']}, {st['threads']} thread(s), learning phase only, median of {st['repeats']} "
-        "interleaved run(s). Target: MoE >= 0.7x dense.",
+        "Measured side by side in one process by `python -m tasks.rl.bench --critic-hidden W` (architectures "
+        "interleaved run by run, learning phase only). Target: MoE >= 0.7x dense.",
         "",
-        "| architecture | env steps/s | updates/s | critic active / total params | vs dense |",
-        "|---|---|---|---|---|",
+        "| critic width | architecture | env steps/s | updates/s | critic active / total params | vs dense |",
+        "|---|---|---|---|---|---|",
     ]
-    for arch, r in bench["results"].items():
-        ratio = r.get("ratio_vs_dense")
-        lines.append(
-            f"| {arch} | {r['env_steps_per_s']:.1f} | {r['updates_per_s']:.1f} | "
-            f"{r['critic_active']} / {r['critic_total']} | {fmt_value(ratio, 2)}x |"
+    notes = []
+    for width, (name, bench) in sorted(latest.items()):
+        for arch, r in bench["results"].items():
+            lines.append(
+                f"| {width} | {arch} | {r['env_steps_per_s']:.1f} | {r['updates_per_s']:.1f} | "
+                f"{r['critic_active']} / {r['critic_total']} | {fmt_value(r.get('ratio_vs_dense'), 2)}x |"
+            )
+        st = bench["settings"]
+        notes.append(
+            f"- critic {width}: {name}, {bench['date']}, {st['env']}, actor width {st['actor_hidden']}, batch "
+            f"{st['batch_size']}, {st['num_experts']} experts top-{st['top_k']}, {st['threads']} thread(s), "
+            f"median of {st['repeats']} run(s)"
         )
-    return lines + [""]
+    return lines + ["", *notes, ""]
 
 
 def plot_curves(records, path) -> None:

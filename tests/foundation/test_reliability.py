@@ -12,9 +12,9 @@ import torch
 from conftest import run_zoo
 
 
-def _final_metrics(run_dir):
+def _final_run_info(run_dir):
     runs = sorted((run_dir / "lightning_logs").glob("version_*/run_fit.json"))
-    return json.loads(runs[-1].read_text())["metrics"]
+    return json.loads(runs[-1].read_text())
 
 
 def test_sigkill_then_resume_matches_uninterrupted_run(zoo_env, tmp_path):
@@ -38,9 +38,14 @@ def test_sigkill_then_resume_matches_uninterrupted_run(zoo_env, tmp_path):
 
     resumed = run_zoo([*args, "--trainer.default_root_dir", "killed", "--ckpt_path", "last"], zoo_env, tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    expected, got = _final_metrics(tmp_path / "full"), _final_metrics(tmp_path / "killed")
+    full_info, resumed_info = _final_run_info(tmp_path / "full"), _final_run_info(tmp_path / "killed")
+    expected, got = full_info["metrics"], resumed_info["metrics"]
     for key in ("val/acc", "val/loss", "train/loss"):
         assert abs(expected[key] - got[key]) < 1e-5, (key, expected[key], got[key], killed_at)
+    # the wall time covers the epochs run before the kill too (each epoch sleeps 0.4 s)
+    assert full_info["wall_time_before_resume_s"] == 0
+    assert resumed_info["wall_time_before_resume_s"] >= 0.4 * (killed_at + 1)
+    assert resumed_info["wall_time_s"] > resumed_info["wall_time_before_resume_s"]
 
 
 def test_nan_loss_stops_with_step_and_keeps_last_good_checkpoint(zoo_env, tmp_path):

@@ -13,13 +13,25 @@ from zoo.runinfo import git_commit, machine, package_versions
 
 class RunMetadata(pl.Callback):
     """Record what is needed to repeat a run. The resolved config is saved next to it by LightningCLI
-    (``config.yaml``); this adds what a config does not hold."""
+    (``config.yaml``); this adds what a config does not hold.
+
+    The wall time survives a restart: each checkpoint stores the seconds spent so far, and a resumed run adds
+    them to its own (``prior_s``), so ``wall_time_s`` is the cost of the whole run minus the work lost after its
+    last checkpoint.
+    """
 
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed
         self._start = 0.0
         self.wall_time_s = 0.0
+        self.prior_s = 0.0
         self._folder = Path(".")
+
+    def state_dict(self) -> dict[str, float]:
+        return {"elapsed_s": self.prior_s + time.perf_counter() - self._start}
+
+    def load_state_dict(self, state_dict: dict[str, float]) -> None:
+        self.prior_s = float(state_dict.get("elapsed_s", 0.0))
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         self._start = time.perf_counter()
@@ -27,7 +39,7 @@ class RunMetadata(pl.Callback):
         self._folder = Path(trainer.log_dir or trainer.default_root_dir)
 
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
-        self.wall_time_s = time.perf_counter() - self._start
+        self.wall_time_s = self.prior_s + time.perf_counter() - self._start
         if trainer.is_global_zero:
             folder = self._folder
             folder.mkdir(parents=True, exist_ok=True)
@@ -36,6 +48,7 @@ class RunMetadata(pl.Callback):
                 "stage": stage,
                 "seed": self.seed,
                 "wall_time_s": round(self.wall_time_s, 3),
+                "wall_time_before_resume_s": round(self.prior_s, 3),
                 "global_step": trainer.global_step,
                 "epochs": trainer.current_epoch,
                 "versions": package_versions(),

@@ -50,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quick: bool, run_dir: Path) -> RunRecord:
     """Fit then test one (row, seed, fold); return its record (not yet written)."""
+    from zoo.callbacks.run_metadata import RunMetadata
     from zoo.cli.lightning_cli import ZooCLI
 
     args = [
@@ -72,7 +73,7 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
         sys.argv = argv
     trainer, model = cli.trainer, cli.model
     last = run_dir / "checkpoints" / "last.ckpt"
-    resumed = last.exists()  # then wall_time_s covers only this process's share of the run
+    resumed = last.exists()
     trainer.fit(model, datamodule=cli.datamodule, ckpt_path=str(last) if resumed else None, weights_only=True)
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
     use_best = bool(getattr(model, "checkpoint_monitor", None) and best)
@@ -82,6 +83,9 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/") and v.numel() == 1}
     extra = model.extra_results() if hasattr(model, "extra_results") else {}
     extra["resumed_from_checkpoint"] = resumed
+    # a resumed run adds the time its checkpoint says was spent before (work lost after that checkpoint is not)
+    prior = next((cb.prior_s for cb in trainer.callbacks if isinstance(cb, RunMetadata)), 0.0)
+    extra["wall_time_before_resume_s"] = round(prior, 2)
     config = yaml.safe_load(cli.parser.dump(cli.config, skip_none=False))
     return RunRecord(
         task=spec.name,
@@ -92,7 +96,7 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
         fold=fold,
         config=config,
         versions=package_versions(),
-        wall_time_s=round(time.perf_counter() - start, 2),
+        wall_time_s=round(time.perf_counter() - start + prior, 2),
         commit=git_commit(),
         machine=machine(),
         reduced=row.reduced or quick,
