@@ -93,3 +93,16 @@ def test_tables_judge_the_targets():
     assert "| ETTh1/192 |" in text and "| ✗ |" in text
     assert "ETT cells meeting the target: 1 of 2 run (of 16)." in text
     assert "| noise | 0.400 | 0.450 | 1 of 1 |" in text
+
+
+def test_page_marks_wall_times_that_miss_the_time_before_a_restart():
+    from zoo.leaderboard.render import render_task
+
+    old_resume = _record("seer", "ETTh1/96", 0.38)
+    old_resume.extra = {"resumed_from_checkpoint": True}  # written before checkpoints carried the elapsed time
+    new_resume = _record("dense", "ETTh1/96", 0.39)
+    new_resume.extra = {"resumed_from_checkpoint": True, "wall_time_before_resume_s": 120.0}
+    page = render_task(SEER, [old_resume, new_resume])
+    assert "| ETTh1/96 | 1.000 (n=1) ‡ | 1.000 (n=1) |" in page
+    assert "covers only the last process" in page
+    assert "‡" not in render_task(SEER, [new_resume])

@@ -95,9 +95,21 @@ def render_task(spec: TaskSpec, records: list[RunRecord]) -> str:
         "| dataset | " + " | ".join(methods) + " |",
         "|" + "---|" * (len(methods) + 1),
     ]
+    partial_seen = False
     for ds in datasets:
-        times = [mean_std([r.wall_time_s for r in cells[(ds, m)]]) if cells.get((ds, m)) else "" for m in methods]
+        times = []
+        for m in methods:
+            recs = cells.get((ds, m), [])
+            partial = any(_time_is_partial(r) for r in recs)
+            partial_seen |= partial
+            times.append((mean_std([r.wall_time_s for r in recs]) + (" ‡" if partial else "")) if recs else "")
         lines.append(f"| {ds} | " + " | ".join(times) + " |")
+    if partial_seen:
+        lines += [
+            "",
+            "‡ a run in this cell resumed from a checkpoint that did not store the time spent before the restart "
+            "(written before records added it), so its wall time covers only the last process.",
+        ]
     lines.append("")
 
     if spec.extra_tables:
@@ -123,6 +135,11 @@ def render_task(spec: TaskSpec, records: list[RunRecord]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _time_is_partial(record: RunRecord) -> bool:
+    extra = record.extra or {}
+    return bool(extra.get("resumed_from_checkpoint")) and "wall_time_before_resume_s" not in extra
 
 
 def render_index(leaderboard_dir: Path | None = None) -> str:
