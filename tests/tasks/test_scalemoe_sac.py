@@ -107,6 +107,8 @@ def test_agent_needs_the_dmc_datamodule():
         trainer.fit(SACAgent(**TINY), Other())
     with pytest.raises(ConfigError, match="architecture"):
         SACAgent(architecture="moe")
+    with pytest.raises(ConfigError, match="checkpoint_every_s"):
+        SACAgent(checkpoint_every_s=-1)
 
 
 def test_lightning_fit_runs_the_environment_updates_and_evaluates(tmp_path):
