@@ -56,10 +56,8 @@ class ReplayBuffer:
         self.ptr = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
-    _FIELDS = ("obs", "action", "reward", "next_obs", "terminated")
-
     def state_dict(self) -> dict:
-        state = {name: getattr(self, name)[: self.size].clone() for name in self._FIELDS}
+        state = {name: getattr(self, name)[: self.size].clone() for name in Batch._fields}
         return state | {"ptr": self.ptr, "size": self.size, "capacity": self.capacity}
 
     def load_state_dict(self, state: dict) -> None:
@@ -69,7 +67,7 @@ class ReplayBuffer:
                 f" does not match this run's (capacity {self.capacity}, obs {tuple(self.obs.shape[1:])})"
             )
         size = state["size"]
-        for name in self._FIELDS:
+        for name in Batch._fields:
             getattr(self, name)[:size] = state[name]
         self.ptr, self.size = state["ptr"], size
 
@@ -77,4 +75,4 @@ class ReplayBuffer:
         if self.size == 0:
             raise RuntimeError("cannot sample from an empty replay buffer")
         idx = torch.randint(self.size, (batch_size,))
-        return Batch(self.obs[idx], self.action[idx], self.reward[idx], self.next_obs[idx], self.terminated[idx])
+        return Batch(*(getattr(self, name)[idx] for name in Batch._fields))

@@ -109,6 +109,7 @@ class SACAgent(pl.LightningModule):
         self.register_buffer("agent_steps", torch.zeros((), dtype=torch.long))
         self.eval_history: list[tuple[int, float]] = []
         self._timing = {"update_s": 0.0, "updates": 0, "fit_s": 0.0, "fit_env_steps": 0}
+        self._fit_start: float | None = None  # set while a fit runs (on_train_start .. on_train_end)
 
     # ----------------------------------------------------------------------------------------------- building
     def build(self, obs_dim: int, act_dim: int) -> None:
@@ -168,14 +169,10 @@ class SACAgent(pl.LightningModule):
         ``weights_only=True``). The training time so far is stored so the record's speed covers the whole run."""
         if self.buffer is not None:
             checkpoint["replay_buffer"] = self.buffer.state_dict()
-        timing = dict(self._timing)
-        if getattr(self, "_fit_start", None) is not None and self.trainer.training:
-            timing["fit_s"] += time.perf_counter() - self._fit_start
-            timing["fit_env_steps"] += self.env_steps() - self._fit_start_steps
         checkpoint["sac_progress"] = {
             "eval_history": [[s, r] for s, r in self.eval_history],
             "usage": dict(self.usage),
-            "timing": timing,
+            "timing": self._timing_so_far(),
         }
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
@@ -341,10 +338,16 @@ class SACAgent(pl.LightningModule):
             self._log_to_loggers({"val/return": mean_return})
             self.log("val/return", mean_return, on_step=True, on_epoch=False, logger=False, batch_size=1)
 
+    def _timing_so_far(self) -> dict:
+        """``_timing`` with the fit in progress (since ``on_train_start``) added to its time and env steps."""
+        timing = dict(self._timing)
+        if self._fit_start is not None:
+            timing["fit_s"] += time.perf_counter() - self._fit_start
+            timing["fit_env_steps"] += self.env_steps() - self._fit_start_steps
+        return timing
+
     def on_train_end(self) -> None:
-        self._timing["fit_s"] += time.perf_counter() - self._fit_start
-        self._timing["fit_env_steps"] += self.env_steps() - self._fit_start_steps
-        self._fit_start = None
+        self._timing, self._fit_start = self._timing_so_far(), None
         self.plot_returns()
 
     def test_step(self, batch, batch_idx: int) -> None:
