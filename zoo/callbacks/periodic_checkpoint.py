@@ -42,7 +42,7 @@ class PeriodicCheckpoint(pl.Callback):
             return
         path = Path(callback.dirpath) / f"{callback.CHECKPOINT_NAME_LAST}{callback.FILE_EXTENSION}"
         partial = path.with_name(path.name + ".partial")
-        trainer.save_checkpoint(partial)
+        trainer.save_checkpoint(partial, weights_only=False)  # the full state (optimisers too), said explicitly
         if trainer.is_global_zero:
             os.replace(partial, path)
         self._last_save = time.monotonic()
