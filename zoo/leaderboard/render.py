@@ -50,6 +50,30 @@ def _published_columns(rows: tuple[BenchmarkRow, ...], metric: str) -> dict[str,
     return columns
 
 
+def grouped_notes(rows: tuple[BenchmarkRow, ...]) -> list[str]:
+    """One markdown bullet per distinct row note, naming the rows it applies to (in benchmark order).
+
+    A note whose rows are every pair of some methods and some datasets reads ``<methods> on <datasets>``
+    (``all methods`` when it covers each one), so a long grid with one shared reduction is one line."""
+    by_note: dict[str, list[BenchmarkRow]] = defaultdict(list)
+    for row in rows:
+        if row.note:
+            by_note[row.note].append(row)
+    all_methods = list(dict.fromkeys(r.method for r in rows))
+    bullets = []
+    for note, noted in by_note.items():
+        methods = list(dict.fromkeys(r.method for r in noted))
+        datasets = list(dict.fromkeys(r.dataset for r in noted))
+        pairs = {(r.method, r.dataset) for r in noted}
+        if len(pairs) == len(methods) * len(datasets):
+            who = "all methods" if len(all_methods) > 1 and methods == all_methods else ", ".join(methods)
+            where = f"{who} on {', '.join(datasets)}"
+        else:
+            where = ", ".join(f"{r.method} on {r.dataset}" for r in noted)
+        bullets.append(f"- {where}: {note}")
+    return bullets
+
+
 def render_task(spec: TaskSpec, records: list[RunRecord]) -> str:
     """Markdown for ``leaderboard/<task>.md``: one table per metric plus wall time, provenance and notes."""
     methods = list(dict.fromkeys(r.method for r in spec.benchmark))
@@ -117,7 +141,7 @@ def render_task(spec: TaskSpec, records: list[RunRecord]) -> str:
         if extra:
             lines += [extra.rstrip(), ""]
 
-    notes = sorted({f"- {r.method} / {r.dataset}: {r.note}" for r in spec.benchmark if r.note})
+    notes = grouped_notes(spec.benchmark)
     sources = sorted({r.published_source for r in spec.benchmark if r.published_source})
     versions = sorted({", ".join(f"{k} {v}" for k, v in r.versions.items()) for r in records})
     machines = sorted({f"{r.machine.get('cpu', '?')} ({r.machine.get('cores', '?')} cores)" for r in records})
