@@ -27,3 +27,8 @@ def test_some_methods_on_some_datasets_are_named_and_scattered_rows_are_listed_p
         _row("mlp", "B", "odd"),
     )
     assert grouped_notes(rows) == ["- moe, dense on A, B: small", "- moe on C, mlp on B: odd"]
+
+
+def test_every_method_is_all_methods_whatever_order_the_noted_rows_come_in():
+    rows = (_row("moe", "A"), _row("dense", "A"), _row("dense", "B", "late"), _row("moe", "B", "late"))
+    assert grouped_notes(rows) == ["- all methods on B: late"]

@@ -59,14 +59,14 @@ def grouped_notes(rows: tuple[BenchmarkRow, ...]) -> list[str]:
     for row in rows:
         if row.note:
             by_note[row.note].append(row)
-    all_methods = list(dict.fromkeys(r.method for r in rows))
+    all_methods = {r.method for r in rows}
     bullets = []
     for note, noted in by_note.items():
         methods = list(dict.fromkeys(r.method for r in noted))
         datasets = list(dict.fromkeys(r.dataset for r in noted))
         pairs = {(r.method, r.dataset) for r in noted}
         if len(pairs) == len(methods) * len(datasets):
-            who = "all methods" if len(all_methods) > 1 and methods == all_methods else ", ".join(methods)
+            who = "all methods" if len(all_methods) > 1 and set(methods) == all_methods else ", ".join(methods)
             where = f"{who} on {', '.join(datasets)}"
         else:
             where = ", ".join(f"{r.method} on {r.dataset}" for r in noted)
