@@ -1,6 +1,8 @@
 """``zoo reproduce TASK``: run every benchmark row of a task, one record per (seed, fold), resumable.
 
-A row already recorded is skipped. A row whose run was killed resumes from its ``last.ckpt``. ``--quick``
+A row already recorded is skipped. A row whose run was killed resumes from its ``last.ckpt``. Several
+processes may work on one grid at once: each run is claimed with a lock (``zoo.cli.run_lock``) and skipped by
+the others while it is held. ``--quick``
 adds each row's ``quick_overrides`` (a smoke run) and writes under ``runs/quick/`` so that the real leaderboard
 never holds smoke numbers.
 """
@@ -15,7 +17,15 @@ from pathlib import Path
 
 import yaml
 
-from zoo.leaderboard.record import RunRecord, read_records, record_key, results_dir, write_record
+from zoo.cli.run_lock import RunLock
+from zoo.leaderboard.record import (
+    RunRecord,
+    read_records,
+    record_key,
+    record_path,
+    results_dir,
+    write_record,
+)
 from zoo.leaderboard.render import render_index, render_task
 from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
 from zoo.runinfo import git_commit, machine, package_versions
@@ -149,14 +159,24 @@ def reproduce_main(argv: list[str]) -> int:
     failures = 0
     for i, (row, seed, fold) in enumerate(todo, 1):
         key = record_key(row.method, row.dataset, seed, fold)
-        print(f"[{i}/{len(todo)}] {key}", flush=True)
-        record = run_one(
-            spec, row, seed, fold, ns.quick, runs_root / ("quick" if ns.quick else "reproduce") / spec.name / key
-        )
-        if any(math.isnan(v) for v in record.metrics.values()) or not record.metrics:
-            print(f"  no finite test metrics for {key}: {record.metrics}", flush=True)
-            failures += 1
-        write_record(record, leaderboard)
+        run_dir = runs_root / ("quick" if ns.quick else "reproduce") / spec.name / key
+        lock = RunLock(run_dir)
+        if not lock.acquire():
+            print(f"[{i}/{len(todo)}] {key}: skipped, another process runs it ({lock.holder()})", flush=True)
+            continue
+        try:
+            # another process sharing the grid may have finished this run since the list was made
+            if record_path(spec.name, key, leaderboard).exists():
+                print(f"[{i}/{len(todo)}] {key}: skipped, recorded meanwhile", flush=True)
+                continue
+            print(f"[{i}/{len(todo)}] {key}", flush=True)
+            record = run_one(spec, row, seed, fold, ns.quick, run_dir)
+            if any(math.isnan(v) for v in record.metrics.values()) or not record.metrics:
+                print(f"  no finite test metrics for {key}: {record.metrics}", flush=True)
+                failures += 1
+            write_record(record, leaderboard)
+        finally:
+            lock.release()
         print(f"  {record.metrics}  ({record.wall_time_s:.1f} s) -> {results_dir(spec.name, leaderboard)}", flush=True)
         _write_pages(spec, leaderboard)
     print(_write_pages(spec, leaderboard))

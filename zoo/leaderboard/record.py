@@ -48,11 +48,15 @@ def results_dir(task: str, root: Path | None = None) -> Path:
     return (root or repository_root() / "leaderboard") / "results" / task
 
 
+def record_path(task: str, key: str, root: Path | None = None) -> Path:
+    """Where the record with file stem ``key`` (see ``record_key``) lives."""
+    return results_dir(task, root) / f"{key}.json"
+
+
 def write_record(record: RunRecord, root: Path | None = None) -> Path:
     """Write atomically (temp file + rename) so a killed run never leaves a half record behind."""
-    folder = results_dir(record.task, root)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{record.key()}.json"
+    path = record_path(record.task, record.key(), root)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(asdict(record), indent=1, sort_keys=True, default=str) + "\n")
     tmp.replace(path)

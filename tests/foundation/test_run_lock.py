@@ -1,0 +1,55 @@
+"""Several `zoo reproduce` processes can share a grid: a run claimed by one is skipped by the others, and the
+claim dies with its holder."""
+
+import subprocess
+import sys
+
+from conftest import run_zoo
+
+from zoo.cli.run_lock import RunLock
+
+HOLD = """
+import sys, time
+from zoo.cli.run_lock import RunLock
+assert RunLock(sys.argv[1]).acquire()
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def _holder(run_dir) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(run_dir)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_lock_excludes_other_processes_until_holder_dies(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = _holder(run_dir)
+    try:
+        lock = RunLock(run_dir)
+        assert not lock.acquire()
+        assert lock.holder() == f"pid {proc.pid}"
+    finally:
+        proc.kill()
+        proc.wait()
+    lock = RunLock(run_dir)
+    assert lock.acquire(), "a killed holder's lock must not block the run"
+    assert not RunLock(run_dir).acquire(), "a second claim in the same process is refused too"
+    lock.release()
+    assert RunLock(run_dir).acquire()
+
+
+def test_reproduce_skips_a_run_another_process_holds(zoo_env, tmp_path):
+    board, runs = tmp_path / "board", tmp_path / "runs"
+    proc = _holder(runs / "reproduce" / "toy" / "dense__digits__seed0")
+    try:
+        out = run_zoo(
+            ["reproduce", "toy", "--only", "dense", "--leaderboard", str(board), "--runs", str(runs)], zoo_env, tmp_path
+        )
+    finally:
+        proc.kill()
+        proc.wait()
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert f"dense__digits__seed0: skipped, another process runs it (pid {proc.pid})" in out.stdout
+    assert not list((board / "results" / "toy").glob("*.json"))
