@@ -42,11 +42,17 @@ def test_lock_excludes_other_processes_until_holder_dies(tmp_path):
 
 def test_reproduce_skips_a_run_another_process_holds(zoo_env, tmp_path):
     board, runs = tmp_path / "board", tmp_path / "runs"
+    args = ["reproduce", "toy", "--leaderboard", str(board), "--runs", str(runs)]
+    ckpt = runs / "reproduce" / "toy" / "moe__digits__seed1" / "checkpoints" / "last.ckpt"
+    ckpt.parent.mkdir(parents=True)
+    ckpt.touch()
     proc = _holder(runs / "reproduce" / "toy" / "dense__digits__seed0")
     try:
-        out = run_zoo(
-            ["reproduce", "toy", "--only", "dense", "--leaderboard", str(board), "--runs", str(runs)], zoo_env, tmp_path
-        )
+        listing = run_zoo([*args, "--dry-run"], zoo_env, tmp_path).stdout
+        assert f"dense / digits seed=0  (running: pid {proc.pid})" in listing
+        assert "moe / digits seed=1  (resumes from last.ckpt)" in listing
+        assert "moe / digits seed=0\n" in listing
+        out = run_zoo([*args, "--only", "dense"], zoo_env, tmp_path)
     finally:
         proc.kill()
         proc.wait()

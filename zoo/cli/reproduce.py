@@ -115,6 +115,17 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
     )
 
 
+def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path) -> str:
+    """One run to do, with what its folder says: held by another process now, or resuming from a checkpoint."""
+    line = f"  {row.method} / {row.dataset} seed={seed}" + (f" fold={fold}" if fold is not None else "")
+    run_dir = runs_dir / record_key(row.method, row.dataset, seed, fold)
+    if RunLock(run_dir).held_elsewhere():
+        line += f"  (running: {RunLock(run_dir).holder()})"
+    elif (run_dir / "checkpoints" / "last.ckpt").exists():
+        line += "  (resumes from last.ckpt)"
+    return line
+
+
 def _write_pages(spec: TaskSpec, leaderboard: Path) -> Path:
     page = leaderboard / f"{spec.name}.md"
     page.write_text(render_task(spec, read_records(spec.name, leaderboard)))
@@ -152,14 +163,14 @@ def reproduce_main(argv: list[str]) -> int:
         todo.sort(key=lambda item: (item[1], -1 if item[2] is None else item[2]))  # stable: row order kept
     total = sum(len(r.runs()) for r in spec.benchmark)
     print(f"zoo reproduce {spec.name}: {len(todo)} runs to do ({total} in the benchmark, {len(done)} recorded)")
+    runs_dir = runs_root / ("quick" if ns.quick else "reproduce") / spec.name
     if ns.dry_run:
-        lines = [f"  {r.method} / {r.dataset} seed={s}" + (f" fold={f}" if f is not None else "") for r, s, f in todo]
-        print("\n".join(lines))
+        print("\n".join(_dry_run_line(row, seed, fold, runs_dir) for row, seed, fold in todo))
         return 0
     failures = 0
     for i, (row, seed, fold) in enumerate(todo, 1):
         key = record_key(row.method, row.dataset, seed, fold)
-        run_dir = runs_root / ("quick" if ns.quick else "reproduce") / spec.name / key
+        run_dir = runs_dir / key
         lock = RunLock(run_dir)
         if not lock.acquire():
             print(f"[{i}/{len(todo)}] {key}: skipped, another process runs it ({lock.holder()})", flush=True)

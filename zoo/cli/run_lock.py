@@ -36,20 +36,38 @@ class RunLock:
         except OSError:
             return ""
 
-    def acquire(self) -> bool:
-        if self.held:
-            return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def _try_flock(self) -> int | None:
+        """An open descriptor holding the flock, or None when another process holds it."""
         fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
+            return None
+        return fd
+
+    def acquire(self) -> bool:
+        if self.held:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = self._try_flock()
+        if fd is None:
             return False
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}\n".encode())
         self._fd = fd
         return True
+
+    def held_elsewhere(self) -> bool:
+        """Whether another process holds the lock now. Creates nothing when there is no lock file, and holds
+        the lock only for the instant of the test (without rewriting the holder's pid)."""
+        if self.held or not self.path.exists():
+            return False
+        fd = self._try_flock()
+        if fd is None:
+            return True
+        os.close(fd)
+        return False
 
     def release(self) -> None:
         if self._fd is not None:
