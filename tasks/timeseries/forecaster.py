@@ -44,6 +44,7 @@ class Forecaster(pl.LightningModule):
         corruption_seed: int = 0,
     ):
         super().__init__()
+        self.save_hyperparameters()  # from this frame up: the subclass's own arguments and these
         if loss not in LOSSES:
             raise ConfigError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
         self.loss_fn = LOSSES[loss]

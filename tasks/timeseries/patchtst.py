@@ -59,7 +59,8 @@ class PatchTSTNet(nn.Module):
 
 class PatchTSTForecaster(Forecaster):
     """LightningModule for :class:`PatchTSTNet` (MSE training loss as in the paper; same training loop, early
-    stopping and corrupted-input test as SEER). Batches are (x (B, seq_len, C), y (B, pred_len, C))."""
+    stopping and corrupted-input test as SEER; ``training`` holds the other settings of
+    :class:`~tasks.timeseries.forecaster.Forecaster`). Batches are (x (B, seq_len, C), y (B, pred_len, C))."""
 
     def __init__(
         self,
@@ -75,17 +76,9 @@ class PatchTSTForecaster(Forecaster):
         dropout: float = 0.2,
         head_dropout: float = 0.0,
         loss: str = "mse",
-        lr: float = 1e-4,
-        lr_decay: float = 0.9,
-        patience: int = 5,
-        missing_rate: float = 0.1,
-        spike_rate: float = 0.02,
-        spike_size: float = 5.0,
-        noise_std: float = 0.3,
-        corruption_seed: int = 0,
+        **training,
     ):
-        super().__init__(loss, lr, lr_decay, patience, missing_rate, spike_rate, spike_size, noise_std, corruption_seed)
-        self.save_hyperparameters()
+        super().__init__(loss=loss, **training)
         self.net = PatchTSTNet(
             seq_len, pred_len, num_channels, d_model, n_heads, d_ff, e_layers, patch_len, stride, dropout, head_dropout
         )

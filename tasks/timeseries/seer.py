@@ -222,7 +222,8 @@ class SEERForecaster(Forecaster):
 
     Batches are (x (B, seq_len, C), y (B, pred_len, C)); reference settings for ETTh1: d_model 256,
     d_ff 512, 16 heads, 1 causal + 1 full layer, 8 experts top-2, patch 16 stride 8, threshold 0.5, MAE loss,
-    lr 1e-4. See :class:`SEERNet` and :class:`~tasks.timeseries.forecaster.Forecaster`.
+    lr 1e-4. See :class:`SEERNet`; ``training`` holds the loss, optimiser, early-stopping and corruption
+    settings of :class:`~tasks.timeseries.forecaster.Forecaster`.
     """
 
     def __init__(
@@ -247,18 +248,9 @@ class SEERForecaster(Forecaster):
         moe_embedding: bool = True,
         patch_replacement: bool = True,
         replacement_gradient: str = "reference",
-        loss: str = "mae",
-        lr: float = 1e-4,
-        lr_decay: float = 0.9,
-        patience: int = 5,
-        missing_rate: float = 0.1,
-        spike_rate: float = 0.02,
-        spike_size: float = 5.0,
-        noise_std: float = 0.3,
-        corruption_seed: int = 0,
+        **training,
     ):
-        super().__init__(loss, lr, lr_decay, patience, missing_rate, spike_rate, spike_size, noise_std, corruption_seed)
-        self.save_hyperparameters()
+        super().__init__(**training)
         self.net = SEERNet(
             seq_len,
             pred_len,
