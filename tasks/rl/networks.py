@@ -96,7 +96,26 @@ def _check_gating(gating: str, num_experts: int, top_k: int) -> None:
         raise ConfigError(f"top_k must be in [1, num_experts={num_experts}], got {top_k}")
 
 
-class MoEActor(nn.Module):
+class _GatedSimba(nn.Module):
+    """What the ScaleMoE actor and critic share: the top-K gate over the state and the routed expert call.
+    Subclasses set ``self.experts`` (a ``StackedSimba`` or wrapper) and ``self.head`` (None at output level)."""
+
+    def __init__(
+        self, obs_dim: int, hidden: int, num_experts: int, top_k: int, gating: str, router_kwargs: dict | None
+    ):
+        super().__init__()
+        _check_gating(gating, num_experts, top_k)
+        self.gating, self.num_experts, self.expert_hidden = gating, num_experts, hidden
+        self.router = make_router("topk", obs_dim, num_experts, top_k=top_k, **(router_kwargs or {}))
+        self.last_routing = None
+
+    def _routed(self, obs: Tensor, expert_input: Tensor) -> Tensor:
+        """Gate on ``obs``; run each row of ``expert_input`` through its K experts; mix by the gate weights."""
+        self.last_routing = self.router(obs)
+        return dispatch_combine(expert_input, self.last_routing, self.experts)
+
+
+class MoEActor(_GatedSimba):
     """ScaleMoE actor: top-K gate over the state, E SimBa experts (output- or feature-level fusion).
 
     ``gating="output"``: expert e outputs (mean_e, log_std_e); the policy is ``sum_k w_k (mean_k, log_std_k)``.
@@ -115,29 +134,24 @@ class MoEActor(nn.Module):
         gating: str,
         router_kwargs: dict | None = None,
     ):
-        super().__init__()
-        _check_gating(gating, num_experts, top_k)
-        self.act_dim, self.gating, self.num_experts, self.expert_hidden = act_dim, gating, num_experts, hidden
-        self.router = make_router("topk", obs_dim, num_experts, top_k=top_k, **(router_kwargs or {}))
+        super().__init__(obs_dim, hidden, num_experts, top_k, gating, router_kwargs)
+        self.act_dim = act_dim
         if gating == "output":
             self.experts = _PolicyExperts(StackedSimba(num_experts, obs_dim, hidden, num_blocks, 2 * act_dim), act_dim)
             self.head = None
         else:
             self.experts = StackedSimba(num_experts, obs_dim, hidden, num_blocks)
             self.head = _linear_head(hidden, 2 * act_dim)
-        self.last_routing = None
 
     def forward(self, obs: Tensor) -> tuple[Tensor, Tensor]:
-        routing = self.router(obs)
-        self.last_routing = routing
-        y = dispatch_combine(obs, routing, self.experts)
+        y = self._routed(obs, obs)
         if self.head is None:
             return y.split(self.act_dim, dim=-1)
         mean, raw = self.head(y).split(self.act_dim, dim=-1)
         return mean, squash_log_std(raw)
 
 
-class MoECritic(nn.Module):
+class MoECritic(_GatedSimba):
     """ScaleMoE critic: top-K gate over the state picks K of E SimBa Q-experts reading ``[s, a]``.
 
     ``gating="output"``: ``Q = sum_k w_k Q_k(s, a)``; ``gating="feature"``: ``Q = Linear(sum_k w_k f_k(s, a))``.
@@ -155,19 +169,13 @@ class MoECritic(nn.Module):
         gating: str,
         router_kwargs: dict | None = None,
     ):
-        super().__init__()
-        _check_gating(gating, num_experts, top_k)
-        self.gating, self.num_experts, self.expert_hidden = gating, num_experts, hidden
-        self.router = make_router("topk", obs_dim, num_experts, top_k=top_k, **(router_kwargs or {}))
+        super().__init__(obs_dim, hidden, num_experts, top_k, gating, router_kwargs)
         out_dim = 1 if gating == "output" else None
         self.experts = StackedSimba(num_experts, obs_dim + act_dim, hidden, num_blocks, out_dim)
         self.head = _linear_head(hidden, 1) if gating == "feature" else None
-        self.last_routing = None
 
     def forward(self, obs: Tensor, action: Tensor) -> Tensor:
-        routing = self.router(obs)
-        self.last_routing = routing
-        y = dispatch_combine(torch.cat([obs, action], dim=-1), routing, self.experts)
+        y = self._routed(obs, torch.cat([obs, action], dim=-1))
         return (y if self.head is None else self.head(y)).squeeze(-1)
 
 
