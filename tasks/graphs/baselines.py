@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.graphs.experts import GNNExpert, edges_for, input_dropout, make_conv, readout
+from tasks.graphs.experts import GNNExpert, edges_for, graph_head, input_dropout, make_conv, readout
 from tasks.graphs.output import GraphModelOutput
 from zoo.moe import make_router
 from zoo.moe.losses import cv_squared_loss
@@ -49,9 +49,7 @@ class DenseGNN(nn.Module):
         )
         self.head = None
         if level == "graph":
-            self.head = nn.Sequential(
-                nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, num_classes)
-            )
+            self.head = graph_head(hidden, num_classes, dropout)
 
     def forward(
         self, x: Tensor, edge_index: Tensor, edge_index_2hop: Tensor | None = None, batch: Tensor | None = None
@@ -152,9 +150,7 @@ class GMoE(nn.Module):
         )
         self.head = None
         if level == "graph":
-            self.head = nn.Sequential(
-                nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, num_classes)
-            )
+            self.head = graph_head(hidden, num_classes, dropout)
 
     def forward(
         self, x: Tensor, edge_index: Tensor, edge_index_2hop: Tensor | None = None, batch: Tensor | None = None

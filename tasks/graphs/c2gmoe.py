@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GCNConv
 
-from tasks.graphs.experts import GNNExpert, input_dropout, readout
+from tasks.graphs.experts import GNNExpert, graph_head, input_dropout, readout
 from tasks.graphs.output import GraphModelOutput
 from zoo.moe import make_router
 from zoo.moe.losses import cv_squared_loss
@@ -206,10 +206,7 @@ class C2GMoE(nn.Module):
         )
         self.heads = None
         if level == "graph":
-            self.heads = nn.ModuleList(
-                nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, num_classes))
-                for _ in expert_kinds
-            )
+            self.heads = nn.ModuleList(graph_head(hidden, num_classes, dropout) for _ in expert_kinds)
         self.router_conv = GCNConv(in_dim, router_hidden)
         self.router_norm = nn.LayerNorm(router_hidden) if router_norm else nn.Identity()
         self.router = make_router(router, router_hidden, self.num_experts, top_k=min(top_k, self.num_experts))

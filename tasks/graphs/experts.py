@@ -157,3 +157,9 @@ def readout(x: Tensor, batch: Tensor, pool: str) -> Tensor:
     if pool == "sum":
         return global_add_pool(x, batch)
     raise ValueError(f"unknown pool {pool!r}; choose 'mean' or 'sum'")
+
+
+def graph_head(hidden: int, num_classes: int, dropout: float) -> nn.Sequential:
+    """Graph-classification head on pooled features, (B, hidden) -> (B, num_classes) logits: Linear, ReLU,
+    Dropout, Linear (the two-layer readout MLP of GMoE's and C²GMoE's reference code)."""
+    return nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, num_classes))
