@@ -110,13 +110,18 @@ class GShardEinsum(nn.Module):
         return torch.einsum("gsec,egcd->gsd", combine, expert_out).reshape(G * S, d)[:T]
 
 
-class NaiveSlice(nn.Module):
-    """(d) Sorted dispatch but a Python loop that slices the stacked weight per expert (``w1[e]``) inside
-    autograd: each slice's backward materialises a full (E, d, h) gradient, O(E^2) memory traffic."""
+class _SharedExperts(nn.Module):
+    """Holds the gate and the stacked expert weights ``w1 (E, d, h), b1 (E, h), w2 (E, h, d), b2 (E, d)`` that
+    the variants below share with ours, so every variant computes the same function."""
 
     def __init__(self, gate: nn.Linear, w1, b1, w2, b2, top_k: int):
         super().__init__()
         self.gate, self.top_k, self.w1, self.b1, self.w2, self.b2 = gate, top_k, w1, b1, w2, b2
+
+
+class NaiveSlice(_SharedExperts):
+    """(d) Sorted dispatch but a Python loop that slices the stacked weight per expert (``w1[e]``) inside
+    autograd: each slice's backward materialises a full (E, d, h) gradient, O(E^2) memory traffic."""
 
     def forward(self, x: Tensor) -> Tensor:
         w, idx = _route(self.gate, x, self.top_k)
@@ -129,12 +134,8 @@ class NaiveSlice(nn.Module):
         return torch.zeros_like(x).index_add(0, token_ids, y)
 
 
-class GroupedMM(nn.Module):
+class GroupedMM(_SharedExperts):
     """Variant of ours with ``torch._grouped_mm`` for the segment matmuls (biases gathered per row)."""
-
-    def __init__(self, gate: nn.Linear, w1, b1, w2, b2, top_k: int):
-        super().__init__()
-        self.gate, self.top_k, self.w1, self.b1, self.w2, self.b2 = gate, top_k, w1, b1, w2, b2
 
     def forward(self, x: Tensor) -> Tensor:
         w, idx = _route(self.gate, x, self.top_k)
@@ -146,12 +147,8 @@ class GroupedMM(nn.Module):
         return torch.zeros_like(x).index_add(0, token_ids, y * w.reshape(-1)[slot_ids][:, None])
 
 
-class UnbindLoop(nn.Module):
+class UnbindLoop(_SharedExperts):
     """Variant: plain autograd loop over ``w.unbind(0)`` (one gradient copy via stack, not O(E^2))."""
-
-    def __init__(self, gate: nn.Linear, w1, b1, w2, b2, top_k: int):
-        super().__init__()
-        self.gate, self.top_k, self.w1, self.b1, self.w2, self.b2 = gate, top_k, w1, b1, w2, b2
 
     def forward(self, x: Tensor) -> Tensor:
         w, idx = _route(self.gate, x, self.top_k)
