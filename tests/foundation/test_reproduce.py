@@ -33,6 +33,8 @@ def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
     assert rec["reduced"] is True and 0.5 < rec["metrics"]["test/acc"] <= 1.0
     assert rec["config"]["model"]["init_args"]["num_experts"] == 0
     assert rec["extra"]["resumed_from_checkpoint"] is False
+    # the test pass loads the best checkpoint, whose stored training time must not be counted twice
+    assert rec["extra"]["wall_time_before_resume_s"] == 0
 
     again = run_zoo([*args, "--dry-run"], zoo_env, tmp_path)
     assert "2 runs to do (3 in the benchmark, 1 recorded)" in again.stdout

@@ -15,9 +15,10 @@ class RunMetadata(pl.Callback):
     """Record what is needed to repeat a run. The resolved config is saved next to it by LightningCLI
     (``config.yaml``); this adds what a config does not hold.
 
-    The wall time survives a restart: each checkpoint stores the seconds spent so far, and a resumed run adds
+    The wall time survives a restart: each checkpoint stores the seconds spent so far, and a resumed fit adds
     them to its own (``prior_s``), so ``wall_time_s`` is the cost of the whole run minus the work lost after its
-    last checkpoint.
+    last checkpoint. Only fitting resumes: a test that loads a checkpoint (``ckpt_path="best"``) restores this
+    callback's state too, and that stored time must not count again, so ``prior_s`` is 0 outside ``fit``.
     """
 
     def __init__(self, seed: int | None = None) -> None:
@@ -25,16 +26,21 @@ class RunMetadata(pl.Callback):
         self._start = 0.0
         self.wall_time_s = 0.0
         self.prior_s = 0.0
+        self._stage = ""
         self._folder = Path(".")
 
     def state_dict(self) -> dict[str, float]:
         return {"elapsed_s": self.prior_s + time.perf_counter() - self._start}
 
     def load_state_dict(self, state_dict: dict[str, float]) -> None:
-        self.prior_s = float(state_dict.get("elapsed_s", 0.0))
+        # Lightning restores checkpoints after ``setup``, so the stage is known here
+        if self._stage == "fit":
+            self.prior_s = float(state_dict.get("elapsed_s", 0.0))
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         self._start = time.perf_counter()
+        self._stage = str(getattr(stage, "value", stage))
+        self.prior_s = 0.0
         # log_dir broadcasts under DDP, so every rank must ask for it, and early, while the group is alive
         self._folder = Path(trainer.log_dir or trainer.default_root_dir)
 

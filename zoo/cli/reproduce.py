@@ -85,6 +85,8 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
     last = run_dir / "checkpoints" / "last.ckpt"
     resumed = last.exists()
     trainer.fit(model, datamodule=cli.datamodule, ckpt_path=str(last) if resumed else None, weights_only=True)
+    # time spent before a restart, as the resumed checkpoint says (work lost after that checkpoint is not counted)
+    prior = next((cb.prior_s for cb in trainer.callbacks if isinstance(cb, RunMetadata)), 0.0)
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
     use_best = bool(getattr(model, "checkpoint_monitor", None) and best)
     trainer.test(
@@ -93,8 +95,6 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/") and v.numel() == 1}
     extra = model.extra_results() if hasattr(model, "extra_results") else {}
     extra["resumed_from_checkpoint"] = resumed
-    # a resumed run adds the time its checkpoint says was spent before (work lost after that checkpoint is not)
-    prior = next((cb.prior_s for cb in trainer.callbacks if isinstance(cb, RunMetadata)), 0.0)
     extra["wall_time_before_resume_s"] = round(prior, 2)
     config = yaml.safe_load(cli.parser.dump(cli.config, skip_none=False))
     return RunRecord(
