@@ -32,3 +32,13 @@ def test_some_methods_on_some_datasets_are_named_and_scattered_rows_are_listed_p
 def test_every_method_is_all_methods_whatever_order_the_noted_rows_come_in():
     rows = (_row("moe", "A"), _row("dense", "A"), _row("dense", "B", "late"), _row("moe", "B", "late"))
     assert grouped_notes(rows) == ["- all methods on B: late"]
+
+
+def test_index_line_is_the_first_sentence_or_cut_at_a_word():
+    from zoo.leaderboard.render import _summary
+
+    assert _summary("Forward+backward, fp32. Median of 5 runs.") == "Forward+backward, fp32."
+    long = "SEER: patch embedding " + "and more words " * 20
+    cut = _summary(long, limit=60)
+    assert cut.endswith(" …") and len(cut) <= 62 and long.startswith(cut[:-2])
+    assert cut[:-2].split()[-1] in long.split()

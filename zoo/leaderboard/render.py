@@ -180,5 +180,13 @@ def render_index(leaderboard_dir: Path | None = None) -> str:
         if page.name == "README.md":
             continue
         first = next((ln for ln in page.read_text().splitlines() if ln.strip() and not ln.startswith("#")), "")
-        lines.append(f"- [{page.stem}]({page.name}): {first[:160]}")
+        lines.append(f"- [{page.stem}]({page.name}): {_summary(first)}")
     return "\n".join(lines) + "\n"
+
+
+def _summary(text: str, limit: int = 160) -> str:
+    """The first sentence of ``text`` when it fits in ``limit`` characters, else ``text`` cut at a word."""
+    sentence = text.split(". ", 1)[0].rstrip(".") + "."
+    if len(sentence) <= limit:
+        return sentence
+    return text[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " …"
