@@ -2,9 +2,8 @@
 
 A row already recorded is skipped. A row whose run was killed resumes from its ``last.ckpt``. Several
 processes may work on one grid at once: each run is claimed with a lock (``zoo.cli.run_lock``) and skipped by
-the others while it is held. ``--quick``
-adds each row's ``quick_overrides`` (a smoke run) and writes under ``runs/quick/`` so that the real leaderboard
-never holds smoke numbers.
+the others while it is held. ``--quick`` adds each row's ``quick_overrides`` (a smoke run) and writes under
+``runs/quick/`` so that the real leaderboard never holds smoke numbers.
 """
 
 from __future__ import annotations
@@ -18,14 +17,7 @@ from pathlib import Path
 import yaml
 
 from zoo.cli.run_lock import RunLock
-from zoo.leaderboard.record import (
-    RunRecord,
-    read_records,
-    record_key,
-    record_path,
-    results_dir,
-    write_record,
-)
+from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, results_dir, write_record
 from zoo.leaderboard.render import render_index, render_task
 from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
 from zoo.runinfo import git_commit, machine, package_versions
