@@ -87,11 +87,15 @@ def test_tables_judge_the_targets():
         _record("dense", "ETTh1/96", 0.390, **{"test/mse_noise": 0.45}),
         _record("seer", "ETTh1/192", 0.450),  # above iTransformer's 0.441
         _record("dense", "ETTh1/192", 0.440),
+        _record("seer", "ETTh1/336", 0.48704),  # ties iTransformer's 0.487 at the printed precision
+        _record("seer", "ETTh1/720", 0.5006),  # 0.501 > PatchTST's 0.500
     ]
     text = seer_tables(records)
     assert "| ETTh1/96 | 0.380 / 0.380 | 0.390 / 0.390 | — / — | 0.386 / 0.405 | 0.414 / 0.419 | ✓ |" in text
     assert "| ETTh1/192 |" in text and "| ✗ |" in text
-    assert "ETT cells meeting the target: 1 of 2 run (of 16)." in text
+    assert "| ETTh1/336 | 0.487 / 0.487 | — / — | — / — | 0.487 / 0.458 | 0.501 / 0.466 | ✓ |" in text
+    assert "| ETTh1/720 | 0.501 / 0.501 | — / — | — / — | 0.503 / 0.491 | 0.500 / 0.488 | ✗ |" in text
+    assert "ETT cells meeting the target: 2 of 4 run (of 16)." in text
     assert "| noise | 0.400 | 0.450 | 1 of 1 |" in text
 
 
