@@ -16,8 +16,9 @@ PUBLISHED_SIMBA = {
 }
 PUBLISHED_SOURCE = "SimBa (Lee et al., ICLR 2025), SonyResearch/simba results/sac_simba.csv, mean of 10 seeds"
 
+DENSE_TWIN = "SimBa (dense twin)"
 METHODS = {  # column -> config
-    "SimBa (dense twin)": "simba.yaml",
+    DENSE_TWIN: "simba.yaml",
     "ScaleMoE-output": "scalemoe_output.yaml",
     "ScaleMoE-feature": "scalemoe_feature.yaml",
     "SAC-MLP": "mlp.yaml",
@@ -39,7 +40,7 @@ REQUIRED_ENVS = ("cartpole-swingup", "reacher-easy")
 
 
 def _published(method: str, env: str) -> dict[str, float]:
-    return {"test/return": PUBLISHED_SIMBA[env][0]} if method == "SimBa (dense twin)" else {}
+    return {"test/return": PUBLISHED_SIMBA[env][0]} if method == DENSE_TWIN else {}
 
 
 def _full_rows() -> list[BenchmarkRow]:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 
-from tasks.rl.spec import PUBLISHED_SIMBA
+from tasks.rl.spec import DENSE_TWIN, METHODS, PUBLISHED_SIMBA
 from zoo.leaderboard.record import results_dir
-from zoo.leaderboard.render import fmt_value
+from zoo.leaderboard.render import finite_mean, fmt_value
 
-DENSE, MOE_METHODS = "SimBa (dense twin)", ("ScaleMoE-output", "ScaleMoE-feature")
+MOE_METHODS = tuple(m for m in METHODS if m.startswith("ScaleMoE"))
 SPEED_TARGET, FAITHFUL_WITHIN = 0.7, 0.10
 
 
@@ -78,17 +78,18 @@ def _latest_benches() -> dict[int, tuple[str, dict]]:
 
 
 def _mean_return(records, method: str, dataset: str) -> tuple[float, int] | None:
-    values = [r.metrics["test/return"] for r in records if r.method == method and r.dataset == dataset]
-    return (sum(values) / len(values), len(values)) if values else None
+    """(mean test/return over seeds, number of seeds), or None when the cell has no run."""
+    values = [r.metrics.get("test/return") for r in records if r.method == method and r.dataset == dataset]
+    return (finite_mean(values), len(values)) if values else None
 
 
 def _target_lines(records, benches: dict[int, tuple[str, dict]]) -> list[str]:
     """The issue's three targets, one row per (target, task): the dense twin within 10% of the published SimBa
     return at 50k, each ScaleMoE gating >= its dense twin (means over seeds), and MoE env steps/s >= 0.7x dense."""
     rows = []
-    for dataset in sorted({r.dataset for r in records if r.method == DENSE}):
+    for dataset in sorted({r.dataset for r in records if r.method == DENSE_TWIN}):
         env = dataset.split(" @")[0]
-        dense = _mean_return(records, DENSE, dataset)
+        dense = _mean_return(records, DENSE_TWIN, dataset)
         if env in PUBLISHED_SIMBA and dense:
             published = PUBLISHED_SIMBA[env][0]
             gap = dense[0] / published - 1

@@ -50,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _last_checkpoint(run_dir: Path) -> Path:
+    """The checkpoint a killed run resumes from."""
+    return run_dir / "checkpoints" / "last.ckpt"
+
+
 def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quick: bool, run_dir: Path) -> RunRecord:
     """Fit then test one (row, seed, fold); return its record (not yet written)."""
     from zoo.callbacks.run_metadata import RunMetadata
@@ -74,7 +79,7 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
     finally:
         sys.argv = argv
     trainer, model = cli.trainer, cli.model
-    last = run_dir / "checkpoints" / "last.ckpt"
+    last = _last_checkpoint(run_dir)
     resumed = last.exists()
     trainer.fit(model, datamodule=cli.datamodule, ckpt_path=str(last) if resumed else None, weights_only=True)
     # time spent before a restart, as the resumed checkpoint says (work lost after that checkpoint is not counted)
@@ -111,9 +116,10 @@ def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path
     """One run to do, with what its folder says: held by another process now, or resuming from a checkpoint."""
     line = f"  {row.method} / {row.dataset} seed={seed}" + (f" fold={fold}" if fold is not None else "")
     run_dir = runs_dir / record_key(row.method, row.dataset, seed, fold)
-    if RunLock(run_dir).held_elsewhere():
-        line += f"  (running: {RunLock(run_dir).holder()})"
-    elif (run_dir / "checkpoints" / "last.ckpt").exists():
+    lock = RunLock(run_dir)
+    if lock.held_elsewhere():
+        line += f"  (running: {lock.holder()})"
+    elif _last_checkpoint(run_dir).exists():
         line += "  (resumes from last.ckpt)"
     return line
 
