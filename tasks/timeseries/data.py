@@ -23,6 +23,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from zoo.data import resolve
+from zoo.data.resumable import resumable_train_loader
 from zoo.errors import ConfigError
 
 SPLITS = ("ett_hour", "ett_minute", "ratio_7_1_2")
@@ -154,14 +155,15 @@ class ForecastingDataModule(pl.LightningDataModule):
 
     def _loader(self, name: str, train: bool) -> DataLoader:
         self.setup()
-        return DataLoader(
-            self.datasets[name],
+        common = dict(
             batch_size=self.hparams.batch_size,
-            shuffle=train,
-            drop_last=train,
             num_workers=self.hparams.num_workers,
             persistent_workers=self.hparams.num_workers > 0,
         )
+        if not train:
+            return DataLoader(self.datasets[name], shuffle=False, drop_last=False, **common)
+        # keeps its place in the epoch in checkpoints: a run killed mid-epoch resumes on the next batch
+        return resumable_train_loader(self.datasets[name], **common)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", train=True)

@@ -1,15 +1,20 @@
 """End to end on a slice of real ETTh1: one epoch lowers the loss, and the test pass logs the clean and
-corrupted metrics plus the routing / replacement diagnostics; the task spec and its tables are complete."""
+corrupted metrics plus the routing / replacement diagnostics; a run killed mid-epoch resumes to the same weights;
+the task spec and its tables are complete."""
 
 from __future__ import annotations
 
+import pytest
 import pytorch_lightning as pl
+import torch
 import yaml
+from pytorch_lightning.callbacks import ModelCheckpoint
 
 from tasks.timeseries.data import ForecastingDataModule
 from tasks.timeseries.seer import SEERForecaster
 from tasks.timeseries.spec import DATASETS, HORIZONS, METHODS, SEER
 from tasks.timeseries.tables import seer_tables
+from zoo.callbacks.rng_state import RNGStateCheckpoint
 from zoo.leaderboard.record import RunRecord
 from zoo.registry import get_task
 
@@ -110,3 +115,47 @@ def test_page_marks_wall_times_that_miss_the_time_before_a_restart():
     assert "| ETTh1/96 | 1.000 (n=1) ‡ | 1.000 (n=1) |" in page
     assert "covers only the last process" in page
     assert "‡" not in render_task(SEER, [new_resume])
+
+
+class _KillAtStep(pl.Callback):
+    """Stands in for a SIGKILL: training stops before this step, with last.ckpt as the periodic save left it."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_step == self.step:
+            raise RuntimeError("killed")
+
+
+@pytest.mark.parametrize("kill_at", [7, 13])  # mid-epoch 0; mid-epoch 1 after an end-of-epoch save
+def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(data_mirror, tmp_path, kill_at):
+    def fit(root, kill_at=None, ckpt_path=None):
+        pl.seed_everything(0)
+        dm = ForecastingDataModule(
+            file="ETTh1.csv", dataset="ETT-small", data_dir=str(data_mirror / "ETT-small"), pred_len=24, batch_size=32
+        )
+        model = SEERForecaster(pred_len=24, d_model=16, n_heads=2, d_ff=32, lr=1e-3, checkpoint_every_s=1e-9)
+        callbacks = [ModelCheckpoint(dirpath=root, save_last=True), RNGStateCheckpoint()]
+        trainer = pl.Trainer(
+            logger=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            num_sanity_val_steps=0,
+            max_epochs=2,
+            limit_train_batches=10,
+            limit_val_batches=2,
+            callbacks=callbacks + ([_KillAtStep(kill_at)] if kill_at else []),
+        )
+        trainer.fit(model, dm, ckpt_path=ckpt_path, weights_only=True)
+        return model, trainer
+
+    uninterrupted, _ = fit(tmp_path / "full")
+    with pytest.raises(RuntimeError, match="killed"):
+        fit(tmp_path / "killed", kill_at=kill_at)
+    last = torch.load(tmp_path / "killed" / "last.ckpt", weights_only=True)
+    assert last["global_step"] == kill_at  # the periodic save wrote last.ckpt after the step before
+    resumed, trainer = fit(tmp_path / "killed", ckpt_path=str(tmp_path / "killed" / "last.ckpt"))
+    assert trainer.global_step == 20
+    for (name, a), b in zip(uninterrupted.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(a, b), name

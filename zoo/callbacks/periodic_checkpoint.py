@@ -19,9 +19,11 @@ class PeriodicCheckpoint(pl.Callback):
     beside them. The file is written to a temporary name and renamed, so a run killed while saving keeps the
     previous ``last.ckpt`` intact.
 
-    Only for modules whose progress lives in their own state (e.g. the RL agent's step counter and replay
-    buffer): on resume Lightning restarts the epoch's dataloader from its first batch, so a module that reads
-    its data from the batches would see some of them twice. Does nothing when the trainer has no
+    A mid-epoch checkpoint resumes faithfully only if the training position is in the checkpoint: either the
+    module keeps its own progress (the RL agent's step counter and replay buffer) or the training loader is
+    stateful (``torchdata.stateful_dataloader.StatefulDataLoader``, whose shuffle state and batch count
+    Lightning saves and restores). With a plain ``DataLoader`` Lightning restarts the epoch's iterator from a
+    fresh shuffle, so some batches would be seen twice. Does nothing when the trainer has no
     ``ModelCheckpoint`` (``enable_checkpointing=False``).
     """
 
