@@ -157,5 +157,6 @@ def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(data_mirror
     assert last["global_step"] == kill_at  # the periodic save wrote last.ckpt after the step before
     resumed, trainer = fit(tmp_path / "killed", ckpt_path=str(tmp_path / "killed" / "last.ckpt"))
     assert trainer.global_step == 20
+    assert sorted(p.name for p in (tmp_path / "killed").glob("last*")) == ["last.ckpt"]  # no stale last-v1.ckpt
     for (name, a), b in zip(uninterrupted.state_dict().items(), resumed.state_dict().values()):
         assert torch.equal(a, b), name

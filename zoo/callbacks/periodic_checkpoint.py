@@ -44,6 +44,9 @@ class PeriodicCheckpoint(pl.Callback):
             return
         path = Path(callback.dirpath) / f"{callback.CHECKPOINT_NAME_LAST}{callback.FILE_EXTENSION}"
         partial = path.with_name(path.name + ".partial")
+        # Claim the file for the ModelCheckpoint, in its state saved here too: otherwise its own end-of-epoch save
+        # (also after a resume) finds a last.ckpt it did not write and saves to last-v1.ckpt beside it.
+        callback.last_model_path = str(path)
         trainer.save_checkpoint(partial, weights_only=False)  # the full state (optimisers too), said explicitly
         if trainer.is_global_zero:
             os.replace(partial, path)
