@@ -147,6 +147,6 @@ class Forecaster(pl.LightningModule):
 
     def configure_callbacks(self):
         callbacks = [EarlyStopping(monitor="val/loss", mode="min", patience=self.hparams.patience)]
-        if self.hparams.get("checkpoint_every_s"):  # checkpoints written before this option lack it
+        if self.hparams.checkpoint_every_s:
             callbacks.append(PeriodicCheckpoint(self.hparams.checkpoint_every_s))
         return callbacks

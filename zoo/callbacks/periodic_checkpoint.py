@@ -21,8 +21,8 @@ class PeriodicCheckpoint(pl.Callback):
 
     A mid-epoch checkpoint resumes faithfully only if the training position is in the checkpoint: either the
     module keeps its own progress (the RL agent's step counter and replay buffer) or the training loader is
-    stateful (``torchdata.stateful_dataloader.StatefulDataLoader``, whose shuffle state and batch count
-    Lightning saves and restores). With a plain ``DataLoader`` Lightning restarts the epoch's iterator from a
+    stateful (:func:`zoo.data.resumable.resumable_train_loader`, whose shuffle state and batch count Lightning
+    saves and restores). With a plain ``DataLoader`` Lightning restarts the epoch's iterator from a
     fresh shuffle, so some batches would be seen twice. Does nothing when the trainer has no
     ``ModelCheckpoint`` (``enable_checkpointing=False``).
     """
