@@ -17,13 +17,16 @@ from torch.utils.data import Dataset, Sampler
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 
+def _permutation(size: int, seed: int, epoch: int) -> list[int]:
+    return torch.randperm(size, generator=torch.Generator().manual_seed((seed + epoch) % 2**64)).tolist()
+
+
 class _EpochPermutation(Iterator[int]):
     """One epoch of :class:`EpochShuffleSampler`: the permutation for ``epoch`` and how much of it was served."""
 
-    def __init__(self, sampler: EpochShuffleSampler, epoch: int, served: int = 0):
-        self.sampler, self.epoch, self.served = sampler, epoch, served
-        generator = torch.Generator().manual_seed((sampler.seed + epoch) % 2**64)
-        self.order = torch.randperm(sampler.size, generator=generator).tolist()
+    def __init__(self, sampler: EpochShuffleSampler, epoch: int):
+        self.sampler, self.epoch, self.served = sampler, epoch, 0
+        self.order = _permutation(sampler.size, sampler.seed, epoch)
 
     def __next__(self) -> int:
         if self.served >= len(self.order):
@@ -35,8 +38,9 @@ class _EpochPermutation(Iterator[int]):
         return {"epoch": self.epoch, "served": self.served}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        self.__init__(self.sampler, state["epoch"], state["served"])
-        self.sampler.next_epoch = state["epoch"] + 1
+        self.epoch, self.served = state["epoch"], state["served"]
+        self.order = _permutation(self.sampler.size, self.sampler.seed, self.epoch)
+        self.sampler.next_epoch = self.epoch + 1
 
 
 class EpochShuffleSampler(Sampler[int]):
