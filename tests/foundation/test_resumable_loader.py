@@ -7,10 +7,6 @@ import torch
 from zoo.data.resumable import EpochShuffleSampler, resumable_train_loader
 
 
-def _firsts(batches):
-    return [b[0].item() for b in batches]
-
-
 @pytest.mark.parametrize("stop_after", [0, 3, 9])
 def test_restored_loader_continues_the_uninterrupted_order(stop_after):
     data = list(range(100))

@@ -20,15 +20,15 @@ from zoo.registry import get_task
 
 
 def _trainer(**kw) -> pl.Trainer:
-    return pl.Trainer(
+    options = dict(
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
         num_sanity_val_steps=0,
         inference_mode=False,
-        **kw,
     )
+    return pl.Trainer(**{**options, **kw})
 
 
 def test_one_epoch_on_an_etth1_slice_lowers_the_loss(data_mirror):
@@ -137,11 +137,8 @@ def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(data_mirror
         )
         model = SEERForecaster(pred_len=24, d_model=16, n_heads=2, d_ff=32, lr=1e-3, checkpoint_every_s=1e-9)
         callbacks = [ModelCheckpoint(dirpath=root, save_last=True), RNGStateCheckpoint()]
-        trainer = pl.Trainer(
-            logger=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            num_sanity_val_steps=0,
+        trainer = _trainer(
+            enable_checkpointing=True,
             max_epochs=2,
             limit_train_batches=10,
             limit_val_batches=2,

@@ -17,8 +17,12 @@ from torch.utils.data import Dataset, Sampler
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 
+def _generator(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed % 2**64)  # torch seeds are unsigned 64-bit
+
+
 def _permutation(size: int, seed: int, epoch: int) -> list[int]:
-    return torch.randperm(size, generator=torch.Generator().manual_seed((seed + epoch) % 2**64)).tolist()
+    return torch.randperm(size, generator=_generator(seed + epoch)).tolist()
 
 
 class _EpochPermutation(Iterator[int]):
@@ -74,6 +78,6 @@ def resumable_train_loader(dataset: Dataset, batch_size: int, seed: int | None =
         batch_size=batch_size,
         sampler=EpochShuffleSampler(len(dataset), seed),
         drop_last=True,
-        generator=torch.Generator().manual_seed(seed % 2**64),
+        generator=_generator(seed),
         **kwargs,
     )
