@@ -6,10 +6,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.graphs.experts import GNNExpert, edges_for, graph_head, input_dropout, make_conv, readout
-from tasks.graphs.output import GraphModelOutput
 from zoo.moe import make_router
 from zoo.moe.losses import cv_squared_loss
+from zoo_tasks.graphs.experts import GNNExpert, edges_for, graph_head, input_dropout, make_conv, readout
+from zoo_tasks.graphs.output import GraphModelOutput
 
 
 class DenseGNN(nn.Module):

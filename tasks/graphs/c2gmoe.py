@@ -25,10 +25,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GCNConv
 
-from tasks.graphs.experts import GNNExpert, graph_head, input_dropout, readout
-from tasks.graphs.output import GraphModelOutput
 from zoo.moe import make_router
 from zoo.moe.losses import cv_squared_loss
+from zoo_tasks.graphs.experts import GNNExpert, graph_head, input_dropout, readout
+from zoo_tasks.graphs.output import GraphModelOutput
 
 
 @torch.no_grad()
@@ -141,13 +141,13 @@ class C2GMoE(nn.Module):
     """C2GMoE (ICML 2026): prediction-level mixture of heterogeneous GNN experts, contrastive routing,
     confidence-aware fusion.
 
-    Each expert is a full GNN (:class:`~tasks.graphs.experts.GNNExpert`, kinds such as hop-1 / hop-2 GCN, GAT,
+    Each expert is a full GNN (:class:`~zoo_tasks.graphs.experts.GNNExpert`, kinds such as hop-1 / hop-2 GCN, GAT,
     SAGE, GIN) that predicts the classes on its own. A structure-aware router (one ``GCNConv`` + ReLU, then a
     ``zoo.moe`` router) scores the experts per item; for graph classification the router features and every
     expert's node embeddings are mean/sum pooled per graph and each expert has its own MLP head.
 
     Shapes: x (N, in_dim), edge_index (2, m), edge_index_2hop (2, m2) when a hop-2 expert is used, batch (N,)
-    graph ids for ``level="graph"``. Output :class:`~tasks.graphs.output.GraphModelOutput` with log_probs (T, C),
+    graph ids for ``level="graph"``. Output :class:`~zoo_tasks.graphs.output.GraphModelOutput` with log_probs (T, C),
     T = N (node level) or B graphs.
 
     Args:

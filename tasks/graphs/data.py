@@ -15,8 +15,8 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 from torch_geometric.datasets import Planetoid, TUDataset
 from torch_geometric.loader import DataLoader
 
-from tasks.graphs.experts import AddTwoHopEdges
 from zoo.data import get_dataset_spec, writable_copy
+from zoo_tasks.graphs.experts import AddTwoHopEdges
 
 
 def pyg_root(family: str, name: str, data_dir: str | None) -> Path:

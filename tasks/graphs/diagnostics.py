@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from tasks.graphs.output import GraphModelOutput
+from zoo_tasks.graphs.output import GraphModelOutput
 
 
 def expert_similarity(expert_outputs: Tensor) -> Tensor:

@@ -9,10 +9,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.graphs.baselines import DenseGNN, GMoE
-from tasks.graphs.c2gmoe import C2GMoE
-from tasks.graphs.diagnostics import DiagnosticsAccumulator
-from tasks.graphs.output import GraphModelOutput
+from zoo_tasks.graphs.baselines import DenseGNN, GMoE
+from zoo_tasks.graphs.c2gmoe import C2GMoE
+from zoo_tasks.graphs.diagnostics import DiagnosticsAccumulator
+from zoo_tasks.graphs.output import GraphModelOutput
 
 MODELS = ("gcn", "gat", "gmoe", "c2gmoe")
 
@@ -28,11 +28,11 @@ class _GraphTaskModule(pl.LightningModule):
     model's weighted aux losses (cv^2 balance; C2GMoE's contrastive routing).
 
     Args:
-        model: ``"gcn"``, ``"gat"`` (:class:`~tasks.graphs.baselines.DenseGNN`), ``"gmoe"``
-            (:class:`~tasks.graphs.baselines.GMoE`) or ``"c2gmoe"`` (:class:`~tasks.graphs.c2gmoe.C2GMoE`; the
+        model: ``"gcn"``, ``"gat"`` (:class:`~zoo_tasks.graphs.baselines.DenseGNN`), ``"gmoe"``
+            (:class:`~zoo_tasks.graphs.baselines.GMoE`) or ``"c2gmoe"`` (:class:`~zoo_tasks.graphs.c2gmoe.C2GMoE`; the
             ablations are c2gmoe with ``contrastive_weight=0`` or ``confidence="none"``).
         hidden, num_layers, dropout, heads, pool: network sizes (``heads``: GAT; ``pool``: graph readout).
-        expert_kinds: C2GMoE experts (see :data:`tasks.graphs.experts.EXPERT_KINDS`).
+        expert_kinds: C2GMoE experts (see :data:`zoo_tasks.graphs.experts.EXPERT_KINDS`).
         num_experts, num_hop1, batch_norm: GMoE experts per layer, how many are hop-1, BatchNorm per expert.
         top_k, router, router_hidden: routing (``router`` is a ``zoo.moe`` router name).
         confidence, contrastive_weight, balance_weight, num_clusters, temperature, router_norm: C2GMoE (see its

@@ -66,14 +66,14 @@ def _row(method: str, dataset: str) -> BenchmarkRow:
 C2GMOE = TaskSpec(
     name="c2gmoe",
     description="C2GMoE graph MoE (contrastive routing + confidence-aware fusion) vs GCN/GAT/GMoE on Cora and TU",
-    model="tasks.graphs.module:NodeClassifier",
-    models={"node": "tasks.graphs.module:NodeClassifier", "graph": "tasks.graphs.module:GraphClassifier"},
-    datamodules={"planetoid": "tasks.graphs.data:PlanetoidDataModule", "tu": "tasks.graphs.data:TUDataModule"},
+    model="zoo_tasks.graphs.module:NodeClassifier",
+    models={"node": "zoo_tasks.graphs.module:NodeClassifier", "graph": "zoo_tasks.graphs.module:GraphClassifier"},
+    datamodules={"planetoid": "zoo_tasks.graphs.data:PlanetoidDataModule", "tu": "zoo_tasks.graphs.data:TUDataModule"},
     config_dir="configs/c2gmoe",
     default_config="cora_c2gmoe.yaml",
     benchmark=tuple(_row(m, d) for d in ("Cora", *TU_DATASETS) for m in METHODS),
     metrics=("test/acc",),
     higher_is_better=("test/acc",),
     datasets=("Planetoid", "TUDataset"),
-    extra_tables="tasks.graphs.tables:diagnostics_tables",
+    extra_tables="zoo_tasks.graphs.tables:diagnostics_tables",
 )

@@ -1,6 +1,6 @@
 """Environment steps per second, training included, for ScaleMoE and its dense SimBa twin side by side.
 
-    python -m tasks.rl.bench [--env cartpole-swingup] [--env-steps 1000] [--critic-hidden 128] [--repeats 1]
+    python -m zoo_tasks.rl.bench [--env cartpole-swingup] [--env-steps 1000] [--critic-hidden 128] [--repeats 1]
 
 Each architecture runs a real ``SACAgent`` fit (act, store, 2 SAC updates per agent step) in this process; the
 clock covers only the learning phase (after the random warm-up), and runs are interleaved (dense, MoE, dense, ...)
@@ -42,8 +42,8 @@ def measure(architecture: str, args: argparse.Namespace, seed: int) -> dict:
     """One fit; env steps/s and updates/s over the learning phase only."""
     import pytorch_lightning as pl
 
-    from tasks.rl.data import DMControlDataModule
-    from tasks.rl.sac import SACAgent
+    from zoo_tasks.rl.data import DMControlDataModule
+    from zoo_tasks.rl.sac import SACAgent
 
     class LearningPhaseClock(pl.Callback):
         def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):

@@ -12,8 +12,8 @@ import pytorch_lightning as pl
 import torch
 from torch.utils.data import DataLoader
 
-from tasks.rl.envs import DMControlEnv, make_env, split_env_name
 from zoo.errors import ConfigError
+from zoo_tasks.rl.envs import DMControlEnv, make_env, split_env_name
 
 
 class DMControlDataModule(pl.LightningDataModule):

@@ -20,10 +20,10 @@ import math
 import torch
 from torch import Tensor, nn
 
-from tasks.rl.simba import MLPEncoder, SimbaEncoder, StackedSimba, simba_encoder_params
 from zoo.errors import ConfigError
 from zoo.moe import make_router
 from zoo.moe.dispatch import dispatch_combine
+from zoo_tasks.rl.simba import MLPEncoder, SimbaEncoder, StackedSimba, simba_encoder_params
 
 ARCHITECTURES = ("mlp", "simba", "scalemoe-output", "scalemoe-feature")
 LOG_STD_MIN, LOG_STD_MAX = -10.0, 2.0

@@ -35,12 +35,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from tasks.rl.networks import ARCHITECTURES, make_actor, make_critic
-from tasks.rl.replay import Batch, ReplayBuffer
-from tasks.rl.simba import RunningMeanStd
 from zoo.callbacks.periodic_checkpoint import PeriodicCheckpoint
 from zoo.errors import ConfigError
 from zoo.moe.stats import routing_stats
+from zoo_tasks.rl.networks import ARCHITECTURES, make_actor, make_critic
+from zoo_tasks.rl.replay import Batch, ReplayBuffer
+from zoo_tasks.rl.simba import RunningMeanStd
 
 
 def tanh_normal_sample(mean: Tensor, log_std: Tensor, temperature: float = 1.0) -> tuple[Tensor, Tensor]:
@@ -145,13 +145,13 @@ class SACAgent(pl.LightningModule):
         self.usage = {"actor": torch.zeros(hp.num_experts), "critic": torch.zeros(hp.num_experts)}
 
     def setup(self, stage: str) -> None:
-        from tasks.rl.data import DMControlDataModule
+        from zoo_tasks.rl.data import DMControlDataModule
 
         dm = self.trainer.datamodule
         if self.env is not None:  # fit then test on the same module: keep env, buffer and statistics
             return
         if not isinstance(dm, DMControlDataModule):
-            raise ConfigError(f"SACAgent needs tasks.rl.data.DMControlDataModule as data, got {type(dm).__name__}")
+            raise ConfigError(f"SACAgent needs zoo_tasks.rl.data.DMControlDataModule as data, got {type(dm).__name__}")
         self.dm, seed = dm, dm.env_seed()
         self.env, self.eval_env = dm.make_env(seed), dm.make_env(seed + 10_000)
         self.build(self.env.observation_space.shape[0], self.env.action_space.shape[0])

@@ -98,12 +98,12 @@ SCALEMOE = TaskSpec(
     name="scalemoe",
     description="ScaleMoE: SAC whose SimBa actor and critic are top-K MoEs (output- or feature-level gating), "
     "DeepMind Control Suite, vs its dense SimBa twin and MLP SAC",
-    model="tasks.rl.sac:SACAgent",
-    datamodules={"dm_control": "tasks.rl.data:DMControlDataModule"},
+    model="zoo_tasks.rl.sac:SACAgent",
+    datamodules={"dm_control": "zoo_tasks.rl.data:DMControlDataModule"},
     config_dir="configs/scalemoe",
     default_config="scalemoe_output.yaml",
     benchmark=tuple(_reduced_rows() + _full_rows()),
     metrics=("test/return",),
     higher_is_better=("test/return",),
-    extra_tables="tasks.rl.tables:scalemoe_tables",
+    extra_tables="zoo_tasks.rl.tables:scalemoe_tables",
 )

@@ -1,6 +1,6 @@
 """Extra leaderboard tables for ScaleMoE: speed, parameters, evaluation curve and routing of every run.
 
-``python -m tasks.rl.tables`` also draws every recorded evaluation curve into
+``python -m zoo_tasks.rl.tables`` also draws every recorded evaluation curve into
 ``leaderboard/results/scalemoe/curves.png`` (one panel per task), which the page then shows.
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
-from tasks.rl.spec import DENSE_TWIN, METHODS, PUBLISHED_SIMBA
 from zoo.leaderboard.record import results_dir
 from zoo.leaderboard.render import finite_mean, fmt_value
+from zoo_tasks.rl.spec import DENSE_TWIN, METHODS, PUBLISHED_SIMBA
 
 MOE_METHODS = tuple(m for m in METHODS if m.startswith("ScaleMoE"))
 SPEED_TARGET, FAITHFUL_WITHIN = 0.7, 0.10
@@ -67,7 +67,7 @@ def scalemoe_tables(records) -> str:
 
 
 def _latest_benches() -> dict[int, tuple[str, dict]]:
-    """The newest ``python -m tasks.rl.bench`` result per critic width (``results/scalemoe/bench/*.json``)."""
+    """The newest ``python -m zoo_tasks.rl.bench`` result per critic width (``results/scalemoe/bench/*.json``)."""
     latest: dict[int, tuple[str, dict]] = {}
     for path in sorted((results_dir("scalemoe") / "bench").glob("*.json")):
         bench = json.loads(path.read_text())
@@ -137,7 +137,7 @@ def _bench_lines(latest: dict[int, tuple[str, dict]]) -> list[str]:
     lines = [
         "## Speed: environment steps per second, training included",
         "",
-        "Measured side by side in one process by `python -m tasks.rl.bench --critic-hidden W` (architectures "
+        "Measured side by side in one process by `python -m zoo_tasks.rl.bench --critic-hidden W` (architectures "
         "interleaved run by run, learning phase only). Target: MoE >= 0.7x dense.",
         "",
         "| critic width | architecture | env steps/s | updates/s | critic active / total params | vs dense |",

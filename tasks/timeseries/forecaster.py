@@ -14,9 +14,9 @@ from pytorch_lightning.callbacks import EarlyStopping
 from torch import Tensor
 from torchmetrics import MeanAbsoluteError, MeanSquaredError
 
-from tasks.timeseries.corruption import Corruption, CorruptionStream
 from zoo.callbacks.periodic_checkpoint import PeriodicCheckpoint
 from zoo.errors import ConfigError
+from zoo_tasks.timeseries.corruption import Corruption, CorruptionStream
 
 LOSSES = {"mae": F.l1_loss, "mse": F.mse_loss}
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from tasks.timeseries.forecaster import Forecaster
-from tasks.timeseries.layers import EncoderLayer, FlattenHead, check_window, num_patches, patchify
-from tasks.timeseries.revin import RevIN
+from zoo_tasks.timeseries.forecaster import Forecaster
+from zoo_tasks.timeseries.layers import EncoderLayer, FlattenHead, check_window, num_patches, patchify
+from zoo_tasks.timeseries.revin import RevIN
 
 
 class PatchTSTNet(nn.Module):
@@ -60,7 +60,7 @@ class PatchTSTNet(nn.Module):
 class PatchTSTForecaster(Forecaster):
     """LightningModule for :class:`PatchTSTNet` (MSE training loss as in the paper; same training loop, early
     stopping and corrupted-input test as SEER; ``training`` holds the other settings of
-    :class:`~tasks.timeseries.forecaster.Forecaster`). Batches are (x (B, seq_len, C), y (B, pred_len, C))."""
+    :class:`~zoo_tasks.timeseries.forecaster.Forecaster`). Batches are (x (B, seq_len, C), y (B, pred_len, C))."""
 
     def __init__(
         self,

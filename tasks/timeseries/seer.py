@@ -10,11 +10,18 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from tasks.timeseries.forecaster import Forecaster
-from tasks.timeseries.layers import EncoderLayer, FlattenHead, check_window, num_patches, patchify, sinusoidal_encoding
-from tasks.timeseries.revin import RevIN
 from zoo.errors import ConfigError
 from zoo.moe import MoE
+from zoo_tasks.timeseries.forecaster import Forecaster
+from zoo_tasks.timeseries.layers import (
+    EncoderLayer,
+    FlattenHead,
+    check_window,
+    num_patches,
+    patchify,
+    sinusoidal_encoding,
+)
+from zoo_tasks.timeseries.revin import RevIN
 
 
 class AugmentedPatchEmbedding(nn.Module):
@@ -223,7 +230,7 @@ class SEERForecaster(Forecaster):
     Batches are (x (B, seq_len, C), y (B, pred_len, C)); reference settings for ETTh1: d_model 256,
     d_ff 512, 16 heads, 1 causal + 1 full layer, 8 experts top-2, patch 16 stride 8, threshold 0.5, MAE loss,
     lr 1e-4. See :class:`SEERNet`; ``training`` holds the loss, optimiser, early-stopping and corruption
-    settings of :class:`~tasks.timeseries.forecaster.Forecaster`.
+    settings of :class:`~zoo_tasks.timeseries.forecaster.Forecaster`.
     """
 
     def __init__(

@@ -77,17 +77,17 @@ SEER = TaskSpec(
     name="seer",
     description="SEER (ICML 2026): MoE-augmented patch embedding + learnable patch replacement, long-term "
     "forecasting on ETT and Weather vs its dense twin and PatchTST, with a corrupted-input robustness test",
-    model="tasks.timeseries.seer:SEERForecaster",
+    model="zoo_tasks.timeseries.seer:SEERForecaster",
     models={
-        "seer": "tasks.timeseries.seer:SEERForecaster",
-        "dense": "tasks.timeseries.seer:SEERForecaster",
-        "patchtst": "tasks.timeseries.patchtst:PatchTSTForecaster",
+        "seer": "zoo_tasks.timeseries.seer:SEERForecaster",
+        "dense": "zoo_tasks.timeseries.seer:SEERForecaster",
+        "patchtst": "zoo_tasks.timeseries.patchtst:PatchTSTForecaster",
     },
-    datamodules={"csv": "tasks.timeseries.data:ForecastingDataModule"},
+    datamodules={"csv": "zoo_tasks.timeseries.data:ForecastingDataModule"},
     config_dir="configs/seer",
     default_config="etth1_96_seer.yaml",
     metrics=("test/mse", "test/mae"),
     datasets=("ETT-small", "weather"),
-    extra_tables="tasks.timeseries.tables:seer_tables",
+    extra_tables="zoo_tasks.timeseries.tables:seer_tables",
     benchmark=tuple(_row(m, d, h) for d in DATASETS for h in HORIZONS for m in METHODS),
 )

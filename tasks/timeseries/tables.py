@@ -7,8 +7,8 @@ import math
 import statistics
 from collections import defaultdict
 
-from tasks.timeseries.spec import DATASETS, HORIZONS, PUBLISHED
 from zoo.leaderboard.render import finite_mean, fmt_value
+from zoo_tasks.timeseries.spec import DATASETS, HORIZONS, PUBLISHED
 
 _CONDITIONS = (("clean", ""), ("missing", "_missing"), ("spike", "_spike"), ("noise", "_noise"))
 

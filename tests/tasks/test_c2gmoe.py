@@ -13,17 +13,17 @@ pytest.importorskip("torch_geometric")
 
 from torch_geometric.data import Batch, Data  # noqa: E402
 
-from tasks.graphs.baselines import DenseGNN, GMoE  # noqa: E402
-from tasks.graphs.c2gmoe import (  # noqa: E402
+from zoo.moe import make_router  # noqa: E402
+from zoo_tasks.graphs.baselines import DenseGNN, GMoE  # noqa: E402
+from zoo_tasks.graphs.c2gmoe import (  # noqa: E402
     C2GMoE,
     confidence_fusion,
     expert_confidence,
     group_contrastive_routing_loss,
     kmeans,
 )
-from tasks.graphs.diagnostics import DiagnosticsAccumulator, expert_similarity, homogeneity  # noqa: E402
-from tasks.graphs.experts import AddTwoHopEdges, two_hop_edge_index  # noqa: E402
-from zoo.moe import make_router  # noqa: E402
+from zoo_tasks.graphs.diagnostics import DiagnosticsAccumulator, expert_similarity, homogeneity  # noqa: E402
+from zoo_tasks.graphs.experts import AddTwoHopEdges, two_hop_edge_index  # noqa: E402
 
 needs_mirror = pytest.mark.skipif(not os.environ.get("ZOO_DATA_MIRROR"), reason="needs ZOO_DATA_MIRROR")
 
@@ -159,7 +159,7 @@ def test_bad_configuration_errors():
         C2GMoE(8, 3, ["gcn"], confidence="softmax")
     with pytest.raises(ValueError, match="edge_index_2hop"):
         DenseGNN("gcn", 8, 3).gnn.__class__("gcn2", 8, 4, 3)(torch.randn(3, 8), torch.tensor([[0, 1], [1, 0]]))
-    from tasks.graphs.module import NodeClassifier
+    from zoo_tasks.graphs.module import NodeClassifier
 
     with pytest.raises(ValueError, match="unknown model"):
         NodeClassifier(model="gin_moe")
@@ -184,7 +184,7 @@ def test_diagnostics_homogeneity_and_load():
 
 @needs_mirror
 def test_tu_folds_partition_the_dataset():
-    from tasks.graphs.data import TUDataModule
+    from zoo_tasks.graphs.data import TUDataModule
 
     dm = TUDataModule("MUTAG", num_folds=5)
     dm.setup()
@@ -209,8 +209,8 @@ def test_tu_folds_partition_the_dataset():
 def test_cora_smoke_fit_writes_diagnostics(tmp_path: Path):
     import pytorch_lightning as pl
 
-    from tasks.graphs.data import PlanetoidDataModule
-    from tasks.graphs.module import NodeClassifier
+    from zoo_tasks.graphs.data import PlanetoidDataModule
+    from zoo_tasks.graphs.module import NodeClassifier
 
     pl.seed_everything(0)
     dm = PlanetoidDataModule("Cora")

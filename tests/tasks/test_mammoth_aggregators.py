@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tasks.vision.aggregators import AGGREGATORS, make_aggregator
-from tasks.vision.mil_data import MUSK1DataModule, collate_bags
-from tasks.vision.module import PROJECTIONS, MILModule
 from zoo.errors import ConfigError
+from zoo_tasks.mil.aggregators import AGGREGATORS, make_aggregator
+from zoo_tasks.mil.mil_data import MUSK1DataModule, collate_bags
+from zoo_tasks.mil.module import PROJECTIONS, MILModule
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.vision.mil_data import (
+from zoo.errors import ConfigError
+from zoo_tasks.mil.mil_data import (
     DigitsBagsDataModule,
     ElephantDataModule,
     FeatureBagsDataModule,
@@ -14,7 +15,6 @@ from tasks.vision.mil_data import (
     cv_split,
     group_instances,
 )
-from zoo.errors import ConfigError
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tasks.vision.mammoth import Mammoth, budget_rank, linear_num_params, mammoth_num_params
 from zoo.errors import ConfigError
+from zoo_tasks.mil.mammoth import Mammoth, budget_rank, linear_num_params, mammoth_num_params
 
 
 def _count(module: torch.nn.Module) -> int:

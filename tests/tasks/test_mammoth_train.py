@@ -8,9 +8,9 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 
-from tasks.vision.mil_data import MUSK1DataModule
-from tasks.vision.module import MILModule
-from tasks.vision.tables import mammoth_tables
+from zoo_tasks.mil.mil_data import MUSK1DataModule
+from zoo_tasks.mil.module import MILModule
+from zoo_tasks.mil.tables import mammoth_tables
 
 
 class _LossHistory(pl.Callback):

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from tasks.rl.envs import make_env
-from tasks.rl.networks import MoEActor, MoECritic, make_actor, make_critic, moe_active_params
-from tasks.rl.replay import ReplayBuffer
-from tasks.rl.sac import tanh_normal_sample
-from tasks.rl.simba import RunningMeanStd, SimbaEncoder, StackedSimba, simba_encoder_params
 from zoo.errors import ConfigError
+from zoo_tasks.rl.envs import make_env
+from zoo_tasks.rl.networks import MoEActor, MoECritic, make_actor, make_critic, moe_active_params
+from zoo_tasks.rl.replay import ReplayBuffer
+from zoo_tasks.rl.sac import tanh_normal_sample
+from zoo_tasks.rl.simba import RunningMeanStd, SimbaEncoder, StackedSimba, simba_encoder_params
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +130,7 @@ def test_moe_actor_gating_shapes_and_mixture(gating):
     if gating == "output":
         per_expert = actor.experts.nets.forward_dense(obs)  # (B, E, 2A) before the log-std squash
         means, raw = per_expert.split(A, dim=-1)
-        from tasks.rl.networks import squash_log_std
+        from zoo_tasks.rl.networks import squash_log_std
 
         stds = squash_log_std(raw)
     else:

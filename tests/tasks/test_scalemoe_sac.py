@@ -9,9 +9,9 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import ModelCheckpoint
 
-from tasks.rl.data import DMControlDataModule
-from tasks.rl.sac import SACAgent
 from zoo.errors import ConfigError
+from zoo_tasks.rl.data import DMControlDataModule
+from zoo_tasks.rl.sac import SACAgent
 
 TINY = dict(actor_hidden=16, critic_hidden=16, critic_blocks=1, num_experts=4, top_k=2, batch_size=32)
 
@@ -190,7 +190,7 @@ def test_killed_run_resumes_with_its_replay_buffer_and_step_counter(tmp_path):
 
 
 def test_replay_buffer_state_round_trip_checks_shape():
-    from tasks.rl.replay import ReplayBuffer
+    from zoo_tasks.rl.replay import ReplayBuffer
 
     buffer = ReplayBuffer(8, 3, 2)
     for i in range(11):  # wraps around the ring

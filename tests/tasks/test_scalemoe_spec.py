@@ -2,8 +2,8 @@
 
 import pytest
 
-from tasks.rl.spec import PUBLISHED_SIMBA, SCALEMOE
 from zoo.registry import get_task
+from zoo_tasks.rl.spec import PUBLISHED_SIMBA, SCALEMOE
 
 
 def test_registered_through_the_entry_point():
@@ -37,8 +37,8 @@ def test_rows_flag_reduced_settings_and_quote_published_simba_beside_the_dense_t
 
 
 def test_targets_table_judges_means_over_seeds():
-    from tasks.rl.tables import _target_lines
     from zoo.leaderboard.record import RunRecord
+    from zoo_tasks.rl.tables import _target_lines
 
     def rec(method, dataset, ret, seed):
         return RunRecord(

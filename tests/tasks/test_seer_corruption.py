@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tasks.timeseries.corruption import Corruption, CorruptionStream, corrupt
 from zoo.errors import ConfigError
+from zoo_tasks.timeseries.corruption import Corruption, CorruptionStream, corrupt
 
 X = torch.randn(64, 96, 7)
 

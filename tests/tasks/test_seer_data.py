@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from tasks.timeseries.data import ForecastingDataModule, WindowDataset, read_series, split_borders
 from zoo.errors import ConfigError
+from zoo_tasks.timeseries.data import ForecastingDataModule, WindowDataset, read_series, split_borders
 
 
 def test_ett_hour_borders_match_source_md():

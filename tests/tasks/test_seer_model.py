@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tasks.timeseries.layers import num_patches, patchify
-from tasks.timeseries.patchtst import PatchTSTForecaster
-from tasks.timeseries.seer import ChannelAdaptiveSeriesToken, LearnablePatchReplacement, SEERForecaster
 from zoo.errors import ConfigError
+from zoo_tasks.timeseries.layers import num_patches, patchify
+from zoo_tasks.timeseries.patchtst import PatchTSTForecaster
+from zoo_tasks.timeseries.seer import ChannelAdaptiveSeriesToken, LearnablePatchReplacement, SEERForecaster
 
 SMALL = dict(d_model=32, n_heads=4, d_ff=64)
 

@@ -10,13 +10,13 @@ import torch
 import yaml
 from pytorch_lightning.callbacks import ModelCheckpoint
 
-from tasks.timeseries.data import ForecastingDataModule
-from tasks.timeseries.seer import SEERForecaster
-from tasks.timeseries.spec import DATASETS, HORIZONS, METHODS, SEER
-from tasks.timeseries.tables import seer_tables
 from zoo.callbacks.rng_state import RNGStateCheckpoint
 from zoo.leaderboard.record import RunRecord
 from zoo.registry import get_task
+from zoo_tasks.timeseries.data import ForecastingDataModule
+from zoo_tasks.timeseries.seer import SEERForecaster
+from zoo_tasks.timeseries.spec import DATASETS, HORIZONS, METHODS, SEER
+from zoo_tasks.timeseries.tables import seer_tables
 
 
 def _trainer(**kw) -> pl.Trainer:

@@ -24,7 +24,7 @@ environment: ZOO_DATA_DIR, ZOO_DATA_MIRROR (read-only dataset mirror), ZOO_CACHE
 """
 
 LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
-BENCHES = {"moe": "zoo.bench.moe:main", "scalemoe": "tasks.rl.bench:main"}
+BENCHES = {"moe": "zoo.bench.moe:main", "scalemoe": "zoo_tasks.rl.bench:main"}
 
 
 def _expand_task_shortcut(args: list[str]) -> list[str]:

@@ -62,12 +62,12 @@ def _rows() -> tuple[BenchmarkRow, ...]:
 MAMMOTH = TaskSpec(
     name="mammoth",
     description="MAMMOTH (ICLR 2026): low-rank mini-experts with Soft-MoE slots in front of MIL aggregators",
-    model="tasks.vision.module:MILModule",
+    model="zoo_tasks.mil.module:MILModule",
     datamodules={
-        "musk1": "tasks.vision.mil_data:MUSK1DataModule",
-        "elephant": "tasks.vision.mil_data:ElephantDataModule",
-        "digits": "tasks.vision.mil_data:DigitsBagsDataModule",
-        "features": "tasks.vision.mil_data:FeatureBagsDataModule",
+        "musk1": "zoo_tasks.mil.mil_data:MUSK1DataModule",
+        "elephant": "zoo_tasks.mil.mil_data:ElephantDataModule",
+        "digits": "zoo_tasks.mil.mil_data:DigitsBagsDataModule",
+        "features": "zoo_tasks.mil.mil_data:FeatureBagsDataModule",
     },
     config_dir="configs/mammoth",
     default_config="musk1.yaml",
@@ -75,5 +75,5 @@ MAMMOTH = TaskSpec(
     metrics=("test/acc", "test/auc"),
     higher_is_better=("test/acc", "test/auc"),
     datasets=("MIL",),
-    extra_tables="tasks.vision.tables:mammoth_tables",
+    extra_tables="zoo_tasks.mil.tables:mammoth_tables",
 )

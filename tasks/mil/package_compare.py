@@ -5,7 +5,7 @@ dataset) and train with Adam one bag per step (the package's native mode: it has
 the two alternate so that machine load hits both alike; the median summed seconds per epoch is reported. Accuracy and
 AUC side by side come from the leaderboard grid (``zoo reproduce mammoth``), which runs both on the same folds.
 
-    python -m tasks.vision.package_compare [--datasets MUSK1 Elephant] [--aggregators mean abmil] [--epochs 3]
+    python -m zoo_tasks.mil.package_compare [--datasets MUSK1 Elephant] [--aggregators mean abmil] [--epochs 3]
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from tasks.vision.mil_data import DigitsBagsDataModule, ElephantDataModule, MUSK1DataModule, collate_bags
-from tasks.vision.module import MILModule
-from tasks.vision.spec import AGGREGATORS
-from tasks.vision.tables import BENCH_FILE
 from zoo.registry import repository_root
+from zoo_tasks.mil.mil_data import DigitsBagsDataModule, ElephantDataModule, MUSK1DataModule, collate_bags
+from zoo_tasks.mil.module import MILModule
+from zoo_tasks.mil.spec import AGGREGATORS
+from zoo_tasks.mil.tables import BENCH_FILE
 
 DATAMODULES = {"MUSK1": MUSK1DataModule, "Elephant": ElephantDataModule, "Digits-bags": DigitsBagsDataModule}
 IN_DIMS = {"MUSK1": (166, "none"), "Elephant": (230, "none"), "Digits-bags": (64, "digits_cnn")}
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(json.dumps(row), flush=True)
     result = {
-        "command": "python -m tasks.vision.package_compare " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": "python -m zoo_tasks.mil.package_compare " + " ".join(argv if argv is not None else sys.argv[1:]),
         "rows": rows,
         "machine": f"{platform.processor() or platform.machine()}, {args.threads} torch thread(s), shared host",
         "torch": torch.__version__,

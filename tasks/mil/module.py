@@ -12,11 +12,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics.classification import BinaryAccuracy, BinaryAUROC
 
-from tasks.vision.aggregators import make_aggregator
-from tasks.vision.encoders import DigitsEncoder
-from tasks.vision.mammoth import Mammoth
 from zoo.errors import ConfigError
 from zoo.registry import repository_root
+from zoo_tasks.mil.aggregators import make_aggregator
+from zoo_tasks.mil.encoders import DigitsEncoder
+from zoo_tasks.mil.mammoth import Mammoth
 
 PROJECTIONS = ("linear", "mammoth", "mammoth_pkg")
 ENCODERS = ("none", "digits_cnn")
@@ -26,11 +26,11 @@ class MILModule(pl.LightningModule):
     """A MIL classifier whose task-specific linear layer can be swapped for MAMMOTH (ICLR 2026).
 
     ``projection="linear"`` is the standard MIL layer ``ReLU(Dropout(W x + b))`` (the dense baseline);
-    ``"mammoth"`` is :class:`tasks.vision.mammoth.Mammoth` with about the same parameter count;
-    ``"mammoth_pkg"`` is the published ``mammoth-moe`` module (:class:`tasks.vision.mammoth_pkg.PackageMammoth`).
-    The aggregator is one of ``tasks.vision.aggregators.AGGREGATORS`` (mean, max, abmil, gated_abmil, dsmil).
+    ``"mammoth"`` is :class:`zoo_tasks.mil.mammoth.Mammoth` with about the same parameter count;
+    ``"mammoth_pkg"`` is the published ``mammoth-moe`` module (:class:`zoo_tasks.mil.mammoth_pkg.PackageMammoth`).
+    The aggregator is one of ``zoo_tasks.mil.aggregators.AGGREGATORS`` (mean, max, abmil, gated_abmil, dsmil).
 
-    Batches are dicts from :mod:`tasks.vision.mil_data`: ``x`` (B, N, in_dim), ``mask`` (B, N), ``y`` (B,).
+    Batches are dicts from :mod:`zoo_tasks.mil.mil_data`: ``x`` (B, N, in_dim), ``mask`` (B, N), ``y`` (B,).
     Logs ``train/loss`` and ``test/{loss,acc,auc}`` (bag level). No model selection: the last epoch is tested.
     """
 
@@ -66,7 +66,7 @@ class MILModule(pl.LightningModule):
         elif projection == "mammoth":
             self.projection = Mammoth(feat_dim, dim, rank=rank, dropout=dropout, **moe_args)
         else:
-            from tasks.vision.mammoth_pkg import PackageMammoth
+            from zoo_tasks.mil.mammoth_pkg import PackageMammoth
 
             self.projection = PackageMammoth(feat_dim, dim, dropout=dropout, **moe_args)
         self.aggregator = make_aggregator(aggregator, dim, dropout=aggregator_dropout)
@@ -120,7 +120,7 @@ class MILModule(pl.LightningModule):
     def on_test_end(self) -> None:
         if self._plot_batch is None or self.trainer is None:
             return
-        from tasks.vision.plots import plot_dispatch
+        from zoo_tasks.mil.plots import plot_dispatch
 
         folder = Path(self.trainer.log_dir or self.trainer.default_root_dir).absolute()
         path = plot_dispatch(self._plot_batch, folder / "dispatch.png")

@@ -8,8 +8,8 @@ import math
 import statistics
 from collections import defaultdict
 
-from tasks.vision.spec import AGGREGATORS, DATASETS, PROJECTIONS, REPEATS, method_name
 from zoo.registry import repository_root
+from zoo_tasks.mil.spec import AGGREGATORS, DATASETS, PROJECTIONS, REPEATS, method_name
 
 BENCH_FILE = "leaderboard/results/mammoth/bench/package_speed.json"
 PLOTS_DIR = "leaderboard/results/mammoth/plots"  # example dispatch plots copied from runs/ (which git ignores)
@@ -133,7 +133,7 @@ def mammoth_tables(records: list) -> str:
 def _bench_lines() -> list[str]:
     path = repository_root() / BENCH_FILE
     if not path.exists():
-        return ["", "Speed benchmark: not run yet (`python -m tasks.vision.package_compare`)."]
+        return ["", "Speed benchmark: not run yet (`python -m zoo_tasks.mil.package_compare`)."]
     bench = json.loads(path.read_text())
     lines = [
         "",
