@@ -78,6 +78,8 @@ class TaskSpec:
         datasets: names in the ``zoo.data`` catalog this task reads (for ``zoo list``).
         extra_tables: dotted path of ``fn(records) -> str`` returning extra markdown for the leaderboard
             page (robustness table, diagnostics), or "".
+        benchmarks: ``zoo bench NAME`` programs this task brings, NAME -> ``"package.module:function"``; the
+            function takes the remaining argv (a list of str) and returns an exit code (or None).
     """
 
     name: str
@@ -92,6 +94,7 @@ class TaskSpec:
     datasets: tuple[str, ...] = ()
     extra_tables: str = ""
     models: dict[str, str] = field(default_factory=dict)
+    benchmarks: dict[str, str] = field(default_factory=dict)
 
     def config_path(self, relative: str) -> Path:
         path = Path(self.config_dir) / relative
@@ -139,6 +142,24 @@ def discover() -> list[PluginLoad]:
         except Exception as exc:  # noqa: BLE001 - a broken plugin must not hide the others
             loads.append(PluginLoad(ep.name, ep.value, None, f"{type(exc).__name__}: {exc}"))
     return loads
+
+
+def benchmarks() -> dict[str, str]:
+    """``zoo bench`` programs of every task that loads: NAME -> ``"package.module:function"``.
+
+    Raises:
+        ConfigError: two tasks claim the same benchmark name for different functions.
+    """
+    found: dict[str, tuple[str, str]] = {}
+    for load in discover():
+        for name, target in (load.spec.benchmarks if load.spec else {}).items():
+            if name in found and found[name][1] != target:
+                raise ConfigError(
+                    f"benchmark {name!r} is declared by tasks {found[name][0]!r} ({found[name][1]}) and "
+                    f"{load.name!r} ({target}); rename one in its TaskSpec.benchmarks"
+                )
+            found[name] = (load.name, target)
+    return {name: target for name, (_, target) in sorted(found.items())}
 
 
 def get_task(name: str) -> TaskSpec:
