@@ -38,9 +38,9 @@ from torch import Tensor
 from zoo.callbacks.periodic_checkpoint import PeriodicCheckpoint
 from zoo.errors import ConfigError
 from zoo.moe.stats import routing_stats
+from zoo.nn.running_mean_std import RunningMeanStd
 from zoo_tasks.rl.networks import ARCHITECTURES, make_actor, make_critic
 from zoo_tasks.rl.replay import Batch, ReplayBuffer
-from zoo_tasks.rl.simba import RunningMeanStd
 
 
 def tanh_normal_sample(mean: Tensor, log_std: Tensor, temperature: float = 1.0) -> tuple[Tensor, Tensor]:

@@ -1,6 +1,7 @@
-"""SimBa building blocks (Lee et al., "SimBa: Simplicity Bias for Scaling Up Parameters in Deep RL", ICLR 2025).
+"""SimBa building blocks (Lee et al., "SimBa: Simplicity Bias for Scaling Up Parameters in Deep RL", ICLR 2025,
+arXiv 2410.09754).
 
-SimBa = running-statistics observation normalisation + ``Dense(h)`` + N pre-LayerNorm residual MLP blocks
+SimBa = running-statistics observation normalisation (``zoo.nn.running_mean_std``) + ``Dense(h)`` + N pre-LayerNorm residual MLP blocks
 ``x + Dense(h)(ReLU(Dense(4h)(LayerNorm(x))))`` + a final LayerNorm. Initialisation follows the reference
 (SonyResearch/simba, ``scale_rl/networks``): orthogonal(1) for the input projection, He-normal (truncated) for
 the block layers, zero biases. ``StackedSimba`` holds E such networks as stacked ``(E, ...)`` parameters so that
@@ -23,36 +24,6 @@ def he_normal_(weight: Tensor, fan_in: int) -> Tensor:
     """Flax ``he_normal``: truncated normal on [-2, 2] std units, rescaled so the variance is 2 / fan_in."""
     std = math.sqrt(2.0 / fan_in) / 0.87962566103423978
     return nn.init.trunc_normal_(weight, std=std, a=-2 * std, b=2 * std)
-
-
-class RunningMeanStd(nn.Module):
-    """Running mean / variance of observations (Chan et al. parallel update), used to normalise inputs.
-
-    ``update(x (B, d))`` folds a batch in; ``forward(x (..., d))`` returns ``(x - mean) / sqrt(var + eps)``.
-    Statistics are float64 buffers, so they are checkpointed. Starts at mean 0, var 1, count 1e-4 like the
-    reference's ``RunningMeanStd`` (adapted from gymnasium).
-    """
-
-    def __init__(self, dim: int, eps: float = 1e-8):
-        super().__init__()
-        self.eps = eps
-        self.register_buffer("mean", torch.zeros(dim, dtype=torch.float64))
-        self.register_buffer("var", torch.ones(dim, dtype=torch.float64))
-        self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))
-
-    @torch.no_grad()
-    def update(self, x: Tensor) -> None:
-        x = x.reshape(-1, self.mean.shape[0]).double()
-        batch_mean, batch_var, n = x.mean(0), x.var(0, unbiased=False), x.shape[0]
-        delta = batch_mean - self.mean
-        total = self.count + n
-        m2 = self.var * self.count + batch_var * n + delta.square() * self.count * n / total
-        self.mean += delta * n / total
-        self.var.copy_(m2 / total)
-        self.count.copy_(total)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ((x - self.mean) / torch.sqrt(self.var + self.eps)).to(x.dtype)
 
 
 class ResidualBlock(nn.Module):

@@ -106,4 +106,5 @@ SCALEMOE = TaskSpec(
     metrics=("test/return",),
     higher_is_better=("test/return",),
     extra_tables="zoo_tasks.rl.tables:scalemoe_tables",
+    benchmarks={"scalemoe": "zoo_tasks.rl.bench:main"},
 )

@@ -1,4 +1,4 @@
-"""ScaleMoE building blocks: DMC wrapper, replay buffer, running statistics, SimBa experts, gating, log-probs."""
+"""ScaleMoE building blocks: DMC wrapper, replay buffer, SimBa experts, gating, log-probs."""
 
 import math
 
@@ -11,7 +11,7 @@ from zoo_tasks.rl.envs import make_env
 from zoo_tasks.rl.networks import MoEActor, MoECritic, make_actor, make_critic, moe_active_params
 from zoo_tasks.rl.replay import ReplayBuffer
 from zoo_tasks.rl.sac import tanh_normal_sample
-from zoo_tasks.rl.simba import RunningMeanStd, SimbaEncoder, StackedSimba, simba_encoder_params
+from zoo_tasks.rl.simba import SimbaEncoder, StackedSimba, simba_encoder_params
 
 
 @pytest.fixture(autouse=True)
@@ -71,19 +71,6 @@ def test_replay_buffer_wraps_at_capacity_and_samples_batches():
     torch.testing.assert_close(batch.action[:, 0], -batch.obs[:, 0])
     assert set(batch.reward.tolist()) <= {3.0, 4.0, 5.0, 6.0, 7.0}
     assert batch.terminated[batch.reward == 7.0].eq(1).all() and batch.terminated[batch.reward != 7.0].eq(0).all()
-
-
-def test_running_mean_std_matches_the_statistics_of_all_data():
-    torch.manual_seed(0)
-    data = torch.randn(300, 4) * torch.tensor([1.0, 5.0, 0.1, 2.0]) + torch.tensor([3.0, -1.0, 0.0, 10.0])
-    rms = RunningMeanStd(4)
-    for chunk in data.split([1, 50, 99, 150]):
-        rms.update(chunk)
-    torch.testing.assert_close(rms.mean.float(), data.mean(0), rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(rms.var.float(), data.var(0, unbiased=False), rtol=1e-3, atol=1e-4)
-    z = rms(data)
-    torch.testing.assert_close(z.mean(0), torch.zeros(4), atol=1e-3, rtol=0)
-    torch.testing.assert_close(z.std(0, unbiased=False), torch.ones(4), atol=1e-3, rtol=0)
 
 
 def test_stacked_simba_experts_equal_independent_simba_encoders():

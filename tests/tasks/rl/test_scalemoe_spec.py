@@ -10,6 +10,17 @@ def test_registered_through_the_entry_point():
     assert get_task("scalemoe") is SCALEMOE
 
 
+def test_spec_brings_its_benchmark_program():
+    """``zoo bench scalemoe`` is found through the spec (the core names no task); the target is the bench's main."""
+    import importlib
+
+    from zoo.registry import benchmarks
+    from zoo_tasks.rl import bench
+
+    module, _, function = benchmarks()["scalemoe"].partition(":")
+    assert getattr(importlib.import_module(module), function) is bench.main
+
+
 @pytest.mark.parametrize("config", sorted({row.config for row in SCALEMOE.benchmark}))
 def test_each_config_builds_agent_and_environment(config):
     from zoo.cli.lightning_cli import ZooCLI
