@@ -1,10 +1,10 @@
 """SimBa building blocks (Lee et al., "SimBa: Simplicity Bias for Scaling Up Parameters in Deep RL", ICLR 2025,
 arXiv 2410.09754).
 
-SimBa = running-statistics observation normalisation (``zoo.nn.running_mean_std``) + ``Dense(h)`` + N pre-LayerNorm residual MLP blocks
-``x + Dense(h)(ReLU(Dense(4h)(LayerNorm(x))))`` + a final LayerNorm. Initialisation follows the reference
-(SonyResearch/simba, ``scale_rl/networks``): orthogonal(1) for the input projection, He-normal (truncated) for
-the block layers, zero biases. ``StackedSimba`` holds E such networks as stacked ``(E, ...)`` parameters so that
+SimBa = running-statistics observation normalisation (``zoo.nn.running_mean_std``) + ``Dense(h)`` + N pre-LayerNorm
+residual MLP blocks ``x + Dense(h)(ReLU(Dense(4h)(LayerNorm(x))))`` + a final LayerNorm. Initialisation follows the
+reference (SonyResearch/simba, ``scale_rl/networks``): orthogonal(1) for the input projection, He-normal (truncated)
+for the block layers, zero biases. ``StackedSimba`` holds E such networks as stacked ``(E, ...)`` parameters so that
 ``zoo.moe.dispatch_combine`` can run each expert on only the states routed to it.
 """
 
