@@ -7,12 +7,15 @@ A plugin is any installed distribution that declares, in its ``pyproject.toml``:
 
 where ``SPEC`` is a :class:`TaskSpec`. Built-in tasks register exactly this way (see this project's
 ``pyproject.toml``), following nerfstudio's ``nerfstudio.method_configs`` pattern. Specs name classes by dotted
-path so that ``zoo list`` stays fast: nothing heavy is imported until a task is trained.
+path so that ``zoo list`` stays fast: nothing heavy is imported until a task is trained. A plugin brings
+everything else it needs the same way: its configs as package data (``config_dir``), its datasets with their
+checksums (``catalog``) and its ``zoo bench`` programs (``benchmarks``); the core names no task.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.resources
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -69,13 +72,17 @@ class TaskSpec:
         model: dotted path ``"package.module:Class"`` of the LightningModule (MoE method and its dense twin
             are usually one class selected by config, or several classes listed in ``models``).
         datamodules: dataset family name -> dotted path of its LightningDataModule.
-        config_dir: folder holding the task's YAML configs (absolute, or relative to the repository root).
+        config_dir: folder holding the task's YAML configs, as ``"package:folder"`` -- a folder of an
+            importable package's data, found with ``importlib.resources`` wherever the package is installed
+            (``"my_package:configs"``) -- or as an absolute path.
         default_config: the config ``zoo fit --task NAME`` uses, relative to ``config_dir``.
         benchmark: the rows ``zoo reproduce NAME`` runs.
         metrics: the test metrics shown in the leaderboard (logged names, e.g. ``"test/mse"``); lower is
             better unless the name is listed in ``higher_is_better``.
         higher_is_better: metrics where larger is better.
-        datasets: names in the ``zoo.data`` catalog this task reads (for ``zoo list``).
+        datasets: names of the datasets this task reads (shown by ``zoo list``, checked against the catalog).
+        catalog: dotted path ``"package.module:ATTR"`` of a sequence of :class:`zoo.data.DatasetSpec` that
+            this plugin registers (several tasks of one package may name the same catalog), or "".
         extra_tables: dotted path of ``fn(records) -> str`` returning extra markdown for the leaderboard
             page (robustness table, diagnostics), or "".
         benchmarks: ``zoo bench NAME`` programs this task brings, NAME -> ``"package.module:function"``; the
@@ -95,12 +102,11 @@ class TaskSpec:
     extra_tables: str = ""
     models: dict[str, str] = field(default_factory=dict)
     benchmarks: dict[str, str] = field(default_factory=dict)
+    catalog: str = ""
 
-    def config_path(self, relative: str) -> Path:
-        path = Path(self.config_dir) / relative
-        if not path.is_absolute():
-            path = repository_root() / path
-        return path
+    def config_path(self, relative: str = "") -> Path:
+        """``relative`` (a config file, or "" for the folder) inside this task's ``config_dir``."""
+        return package_folder(self.config_dir, f"TaskSpec {self.name!r} config_dir") / relative
 
 
 @dataclass(frozen=True)
@@ -113,9 +119,39 @@ class PluginLoad:
     error: str | None
 
 
+def package_folder(where: str, what: str = "folder") -> Path:
+    """``"package:folder"`` -> that folder inside the installed package; an absolute path is returned as is.
+
+    Raises:
+        ConfigError: ``where`` is neither, the package is not importable, or it is not a folder on disk
+            (a zipped install).
+    """
+    if Path(where).is_absolute():
+        return Path(where)
+    package, sep, folder = where.partition(":")
+    if not sep or not package:
+        raise ConfigError(f"{what} {where!r} must be 'package:folder' (e.g. 'my_package:configs') or an absolute path")
+    try:
+        root = importlib.resources.files(package)
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"{what} {where!r}: package {package!r} is not importable ({exc})") from None
+    path = root.joinpath(folder) if folder else root
+    if not isinstance(path, Path):
+        raise ConfigError(f"{what} {where!r}: package {package!r} is not a folder on disk ({type(path).__name__})")
+    return path
+
+
+def checkout_root() -> Path | None:
+    """The moe-zoo source checkout this ``zoo`` is imported from (an editable install), or None when
+    ``zoo`` is installed from a wheel. Nothing a task needs to run depends on it."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "pyproject.toml").is_file() and (root / "zoo").is_dir() else None
+
+
 def repository_root() -> Path:
-    """The folder holding ``zoo/`` and ``tasks/`` (configs of built-in tasks are found relative to it)."""
-    return Path(__file__).resolve().parent.parent
+    """Where ``leaderboard/`` and ``runs/`` live by default: the source checkout when ``zoo`` runs from one,
+    else the current directory (an installed ``zoo`` never writes into site-packages)."""
+    return checkout_root() or Path.cwd()
 
 
 def load_object(dotted: str):

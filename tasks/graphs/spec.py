@@ -69,11 +69,12 @@ C2GMOE = TaskSpec(
     model="zoo_tasks.graphs.module:NodeClassifier",
     models={"node": "zoo_tasks.graphs.module:NodeClassifier", "graph": "zoo_tasks.graphs.module:GraphClassifier"},
     datamodules={"planetoid": "zoo_tasks.graphs.data:PlanetoidDataModule", "tu": "zoo_tasks.graphs.data:TUDataModule"},
-    config_dir="configs/c2gmoe",
+    config_dir="zoo_tasks.configs:c2gmoe",
     default_config="cora_c2gmoe.yaml",
     benchmark=tuple(_row(m, d) for d in ("Cora", *TU_DATASETS) for m in METHODS),
     metrics=("test/acc",),
     higher_is_better=("test/acc",),
     datasets=("Planetoid", "TUDataset"),
+    catalog="zoo_tasks.graphs.datasets:DATASETS",
     extra_tables="zoo_tasks.graphs.tables:diagnostics_tables",
 )

@@ -69,11 +69,12 @@ MAMMOTH = TaskSpec(
         "digits": "zoo_tasks.mil.mil_data:DigitsBagsDataModule",
         "features": "zoo_tasks.mil.mil_data:FeatureBagsDataModule",
     },
-    config_dir="configs/mammoth",
+    config_dir="zoo_tasks.configs:mammoth",
     default_config="musk1.yaml",
     benchmark=_rows(),
     metrics=("test/acc", "test/auc"),
     higher_is_better=("test/acc", "test/auc"),
     datasets=("MIL",),
+    catalog="zoo_tasks.mil.datasets:DATASETS",
     extra_tables="zoo_tasks.mil.tables:mammoth_tables",
 )

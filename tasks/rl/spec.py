@@ -100,7 +100,7 @@ SCALEMOE = TaskSpec(
     "DeepMind Control Suite, vs its dense SimBa twin and MLP SAC",
     model="zoo_tasks.rl.sac:SACAgent",
     datamodules={"dm_control": "zoo_tasks.rl.data:DMControlDataModule"},
-    config_dir="configs/scalemoe",
+    config_dir="zoo_tasks.configs:scalemoe",
     default_config="scalemoe_output.yaml",
     benchmark=tuple(_reduced_rows() + _full_rows()),
     metrics=("test/return",),

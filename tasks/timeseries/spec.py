@@ -84,10 +84,11 @@ SEER = TaskSpec(
         "patchtst": "zoo_tasks.timeseries.patchtst:PatchTSTForecaster",
     },
     datamodules={"csv": "zoo_tasks.timeseries.data:ForecastingDataModule"},
-    config_dir="configs/seer",
+    config_dir="zoo_tasks.configs:seer",
     default_config="etth1_96_seer.yaml",
     metrics=("test/mse", "test/mae"),
     datasets=("ETT-small", "weather"),
+    catalog="zoo_tasks.timeseries.datasets:DATASETS",
     extra_tables="zoo_tasks.timeseries.tables:seer_tables",
     benchmark=tuple(_row(m, d, h) for d in DATASETS for h in HORIZONS for m in METHODS),
 )

@@ -1,5 +1,6 @@
 """Named datasets: resolution (explicit path, ``$ZOO_DATA_DIR``, ``$ZOO_DATA_MIRROR``, download), sha256
-verification and writable copies. See :mod:`zoo.data.resolve`."""
+verification and writable copies (:mod:`zoo.data.resolve`); each task plugin registers its datasets and their
+checksums (:mod:`zoo.data.catalog`)."""
 
 from zoo.data.catalog import DatasetSpec, Download, dataset_names, get_dataset_spec, register_dataset
 from zoo.data.resolve import cache_dir, resolve, sha256_of, verify, writable_copy

@@ -1,19 +1,19 @@
-"""The named datasets that built-in tasks read: where each comes from and the sha256 of every file.
+"""Datasets known by name: where each comes from and the sha256 of every file.
 
-Checksums live in ``checksums/<name>.sha256`` (``sha256sum`` format, paths relative to the dataset folder),
-taken from each dataset's SOURCE.md in the team's offline mirror. Plugins register their own datasets with
-:func:`register_dataset`.
+The core names no dataset. Each task plugin registers its own: its :class:`~zoo.registry.TaskSpec` points
+``catalog`` at a sequence of :class:`DatasetSpec` (e.g. ``"my_package.datasets:DATASETS"``), and each spec's
+checksums live in ``<package>/checksums/<name>.sha256`` (``sha256sum`` format, paths relative to the dataset
+folder), shipped as package data. :func:`get_dataset_spec` finds a name among the installed plugins' catalogs;
+:func:`register_dataset` adds one by hand (a notebook, a test).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
+from importlib import resources
 
 from zoo.errors import ConfigError
-
-CHECKSUM_DIR = Path(__file__).parent / "checksums"
 
 
 @dataclass(frozen=True)
@@ -36,95 +36,124 @@ class DatasetSpec:
 
     ``downloads`` is empty when the canonical host cannot be fetched by a script (Google Drive, Dropbox);
     the not-found error then tells the user where to get it and where to put it.
+
+    Attributes:
+        package: importable package whose ``checksums/`` folder holds ``checksum_file`` (package data);
+            a plugin's ``datasets.py`` passes its own ``__package__``.
+        checksum_file: file name in that folder; default ``<name>.sha256``.
+        extra_checksums: relative path -> sha256 added to (or replacing) the file's entries.
     """
 
     name: str
     url: str
     downloads: tuple[Download, ...] = ()
+    package: str = ""
     checksum_file: str = ""
     extra_checksums: dict[str, str] = field(default_factory=dict)
 
     @property
     def checksums(self) -> dict[str, str]:
-        """Relative path -> sha256 for every file of the dataset."""
-        sums = dict(_read_checksums(self.checksum_file or f"{self.name}.sha256"))
+        """Relative path -> sha256 for every file of the dataset.
+
+        Raises:
+            ConfigError: the checksum file is missing, or the dataset lists no file at all (nothing could be
+                verified, so nothing is trusted).
+        """
+        sums = dict(_read_checksums(self.package, self.checksum_file or f"{self.name}.sha256")) if self.package else {}
         sums.update(self.extra_checksums)
+        if not sums:
+            raise ConfigError(
+                f"dataset {self.name!r} lists no files: give DatasetSpec.package (with "
+                f"checksums/{self.checksum_file or self.name + '.sha256'} as package data) or extra_checksums"
+            )
         return sums
 
 
 @cache
-def _read_checksums(file_name: str) -> tuple[tuple[str, str], ...]:
-    path = CHECKSUM_DIR / file_name
-    if not path.exists():
-        return ()
+def _read_checksums(package: str, file_name: str) -> tuple[tuple[str, str], ...]:
+    try:
+        source = resources.files(package) / "checksums" / file_name
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"checksums of {file_name!r}: package {package!r} is not importable ({exc})") from None
+    if not source.is_file():
+        raise ConfigError(f"checksum file {source} is missing: list 'checksums/*.sha256' in {package!r}'s package data")
     rows = []
-    for line in path.read_text().splitlines():
+    for line in source.read_text().splitlines():
         if line.strip():
             digest, rel = line.split(maxsplit=1)
             rows.append((rel.strip().lstrip("*"), digest))
     return tuple(rows)
 
 
-_GH = "https://raw.githubusercontent.com"
-_TU = "https://www.chrsmrrs.com/graphkerneldatasets"
-_REGISTRY: dict[str, DatasetSpec] = {}
+_REGISTERED: dict[str, DatasetSpec] = {}
 
 
 def register_dataset(spec: DatasetSpec) -> DatasetSpec:
-    """Add (or replace) a dataset in the catalog; plugins call this at import time."""
-    _REGISTRY[spec.name] = spec
+    """Add (or replace) a dataset by hand; it takes precedence over the plugins' catalogs."""
+    _REGISTERED[spec.name] = spec
     return spec
 
 
+@dataclass(frozen=True)
+class _PluginCatalog:
+    specs: dict[str, DatasetSpec]
+    owners: dict[str, str]  # dataset name -> the task that registered it first
+    problems: dict[str, str]  # dataset name ("" for a whole catalog) -> why it is unusable
+
+
+@cache
+def plugin_catalog() -> _PluginCatalog:
+    """The datasets every installed task plugin registers (``TaskSpec.catalog``), read once per process.
+
+    A catalog that fails to import, or two tasks registering different specs under one name, is recorded in
+    ``problems`` instead of hiding the other plugins' datasets.
+    """
+    from zoo.registry import discover, load_object
+
+    specs: dict[str, DatasetSpec] = {}
+    owners: dict[str, str] = {}
+    problems: dict[str, str] = {}
+    for load in discover():
+        if load.spec is None or not load.spec.catalog:
+            continue
+        try:
+            entries = tuple(load_object(load.spec.catalog))
+            bad = [type(e).__name__ for e in entries if not isinstance(e, DatasetSpec)]
+            if bad:
+                raise TypeError(f"catalog must hold zoo.data.DatasetSpec objects, got {', '.join(bad)}")
+        except Exception as exc:  # noqa: BLE001 - one broken plugin must not hide the other catalogs
+            problems[f"(catalog of task {load.name!r})"] = f"{load.spec.catalog}: {type(exc).__name__}: {exc}"
+            continue
+        for spec in entries:
+            if spec.name in specs and specs[spec.name] != spec:
+                problems[spec.name] = (
+                    f"dataset {spec.name!r} is registered differently by tasks {owners[spec.name]!r} and "
+                    f"{load.name!r}; give one of them another name"
+                )
+                continue
+            specs.setdefault(spec.name, spec)
+            owners.setdefault(spec.name, load.name)
+    return _PluginCatalog(specs, owners, problems)
+
+
 def get_dataset_spec(name: str) -> DatasetSpec:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(f"unknown dataset {name!r}; known datasets: {', '.join(sorted(_REGISTRY))}") from None
+    """The spec of dataset ``name``: registered by hand, else found in an installed plugin's catalog.
+
+    Raises:
+        ConfigError: the name is unknown (the message lists the known ones and any catalog that failed to
+            load), or two plugins register it differently.
+    """
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    catalog = plugin_catalog()
+    if name in catalog.problems:
+        raise ConfigError(catalog.problems[name])
+    if name in catalog.specs:
+        return catalog.specs[name]
+    broken = "".join(f"; {where} failed: {why}" for where, why in catalog.problems.items() if where.startswith("("))
+    raise ConfigError(f"unknown dataset {name!r}; known datasets: {', '.join(dataset_names()) or '(none)'}{broken}")
 
 
 def dataset_names() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-for _spec in (
-    DatasetSpec(
-        "ETT-small",
-        "https://github.com/zhouhaoyi/ETDataset/tree/main/ETT-small",
-        tuple(
-            Download(f"{n}.csv", f"{_GH}/zhouhaoyi/ETDataset/main/ETT-small/{n}.csv")
-            for n in ("ETTh1", "ETTh2", "ETTm1", "ETTm2")
-        ),
-    ),
-    DatasetSpec("weather", "https://github.com/thuml/Time-Series-Library (Google-Drive bundle: dataset/weather)"),
-    DatasetSpec(
-        "Planetoid",
-        "https://github.com/kimiyoung/planetoid/tree/master/data",
-        tuple(
-            Download(
-                f"Cora/raw/ind.cora.{ext}", f"https://github.com/kimiyoung/planetoid/raw/master/data/ind.cora.{ext}"
-            )
-            for ext in ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
-        ),
-    ),
-    DatasetSpec(
-        "TUDataset",
-        _TU,
-        tuple(
-            Download(f"{n}/raw", f"{_TU}/{n}.zip", archive="zip", strip=f"{n}/")
-            for n in ("MUTAG", "PROTEINS", "ENZYMES", "PTC_MR")
-        ),
-    ),
-    DatasetSpec(
-        "CollegeMsg",
-        "https://snap.stanford.edu/data/CollegeMsg.html",
-        (Download("CollegeMsg.txt", "https://snap.stanford.edu/data/CollegeMsg.txt.gz", archive="gz"),),
-    ),
-    DatasetSpec(
-        "MIL",
-        "https://archive.ics.uci.edu/dataset/74/musk+version+1 ; http://www.cs.columbia.edu/~andrews/mil/datasets.html",
-    ),
-    DatasetSpec("D-NeRF", "https://github.com/albertpumarola/D-NeRF (data.zip on Dropbox / Google Drive)"),
-    DatasetSpec("HIT-UAV", "https://github.com/suojiashun/HIT-UAV-Infrared-Thermal-Dataset"),
-):
-    register_dataset(_spec)
+    """Every dataset name that :func:`get_dataset_spec` knows."""
+    return sorted({*_REGISTERED, *plugin_catalog().specs})
