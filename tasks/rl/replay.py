@@ -7,6 +7,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from zoo.errors import ConfigError
+
 
 class Batch(NamedTuple):
     """B sampled transitions: obs (B, obs_dim), action (B, act_dim), reward (B,), next_obs (B, obs_dim),
@@ -33,7 +35,7 @@ class ReplayBuffer:
 
     def __init__(self, capacity: int, obs_dim: int, act_dim: int):
         if capacity < 1:
-            raise ValueError(f"capacity must be >= 1, got {capacity}")
+            raise ConfigError(f"replay buffer capacity (model.buffer_capacity) must be >= 1, got {capacity}")
         self.capacity = capacity
         self.obs = torch.zeros(capacity, obs_dim)
         self.next_obs = torch.zeros(capacity, obs_dim)
@@ -62,9 +64,10 @@ class ReplayBuffer:
 
     def load_state_dict(self, state: dict) -> None:
         if state["capacity"] != self.capacity or state["obs"].shape[1:] != self.obs.shape[1:]:
-            raise ValueError(
+            raise ConfigError(
                 f"replay buffer in the checkpoint (capacity {state['capacity']}, obs {tuple(state['obs'].shape[1:])})"
-                f" does not match this run's (capacity {self.capacity}, obs {tuple(self.obs.shape[1:])})"
+                f" does not match this run's (capacity {self.capacity}, obs {tuple(self.obs.shape[1:])}): resume with"
+                " the checkpoint's model.buffer_capacity, data.env and data.env_steps"
             )
         size = state["size"]
         for name in Batch._fields:
