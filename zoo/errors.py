@@ -1,12 +1,12 @@
-"""Exceptions that the `zoo` command turns into one short message and a non-zero exit code."""
+"""Exceptions that the `zoo` command turns into one short message and a non-zero exit code.
 
+``ZooError`` and ``ConfigError`` live in ``zoo.moe.errors`` (so ``zoo.moe`` stands alone) and are re-exported here:
+``zoo.errors.ConfigError is zoo.moe.errors.ConfigError``.
+"""
 
-class ZooError(Exception):
-    """Base class: a problem the user can fix (bad config, missing data), reported without a traceback."""
+from zoo.moe.errors import ConfigError, ZooError
 
-
-class ConfigError(ZooError, ValueError):
-    """A config value names something that does not exist (unknown task, router, expert type, ...)."""
+__all__ = ["ChecksumError", "ConfigError", "DatasetNotFoundError", "NonFiniteLossError", "ZooError"]
 
 
 class DatasetNotFoundError(ZooError, FileNotFoundError):

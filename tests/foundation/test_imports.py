@@ -22,3 +22,17 @@ def test_import_zoo_does_not_import_domain_libraries():
 def test_help_and_list_do_not_import_torch():
     assert "torch" not in _modules_after("from zoo.cli.main import _run; _run(['--help'])")
     assert "torch" not in _modules_after("from zoo.cli.list_cmd import list_tasks; list_tasks(['--no-routers'])")
+
+
+def test_zoo_moe_stands_alone():
+    """``import zoo.moe`` loads torch and nothing else of the zoo (only the ``zoo`` package itself) and no Lightning;
+    ``zoo.errors`` re-exports the very exception classes of ``zoo.moe.errors``."""
+    loaded = _modules_after("import zoo.moe")
+    zoo_modules = {m for m in loaded if m == "zoo" or m.startswith("zoo.")}
+    assert zoo_modules - {"zoo"} and all(m.startswith("zoo.moe") for m in zoo_modules - {"zoo"}), sorted(zoo_modules)
+    assert not {m for m in loaded if "lightning" in m}, sorted(m for m in loaded if "lightning" in m)
+    import zoo.errors
+    import zoo.moe.errors
+
+    assert zoo.errors.ConfigError is zoo.moe.errors.ConfigError and zoo.errors.ZooError is zoo.moe.errors.ZooError
+    assert issubclass(zoo.errors.DatasetNotFoundError, zoo.moe.errors.ZooError)

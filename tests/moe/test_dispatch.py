@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from moe_reference import reference_capacity, reference_combine
 
-from zoo.moe import MoE, Routing, apply_capacity, combine_outputs, dispatch_combine, make_experts, segment_mm
+from zoo.moe import MoE, MoEOutput, Routing, apply_capacity, combine_dense, dispatch_combine, make_experts, segment_mm
 from zoo.moe.dispatch import expert_capacity
 
 EXPERT_TYPES = ["ffn", "swiglu", "lowrank", "linear"]
@@ -41,8 +41,9 @@ def test_layer_matches_reference(router, expert_type):
     torch.manual_seed(0)
     layer = MoE(8, 12, 5, top_k=2, router=router, experts=expert_type, rank=3).double().eval()
     x = torch.randn(2, 7, 8, dtype=torch.double)
-    y = layer(x)
-    r = layer.last_routing
+    out = layer(x)
+    assert isinstance(out, MoEOutput)
+    y, r = out
     with torch.no_grad():
         slow = reference_combine(x.reshape(-1, 8), r.indices, r.weights, layer.experts)
     torch.testing.assert_close(y.reshape(-1, 8), slow)
@@ -64,8 +65,8 @@ def test_gradients_reach_router_and_every_selected_expert(expert_type):
     torch.manual_seed(1)
     layer = MoE(8, 12, 6, top_k=2, experts=expert_type, rank=3)
     x = torch.randn(10, 8)
-    layer(x).square().sum().backward()
-    r = layer.last_routing
+    y, r = layer(x)
+    y.square().sum().backward()
     used = set(r.indices.flatten().tolist())
     assert layer.router.gate.weight.grad is not None and layer.router.gate.weight.grad.abs().sum() > 0
     first = next(iter(layer.experts.parameters()))
@@ -85,8 +86,10 @@ def test_capacity_drop_count_matches_reference():
     keep = reference_capacity(indices, valid, cap)
     live = valid[:, None].expand(T, k)
     assert torch.equal(r.indices >= 0, keep | ~live)  # padding slots are kept as-is, dispatch skips them
-    assert r.stats["dropped"] == int((live & ~keep).sum())
-    assert r.stats["dropped_tokens"] == int((valid & ~keep.any(1)).sum())
+    assert isinstance(r.stats["dropped"], torch.Tensor)  # a tensor: apply_capacity never waits for the device
+    assert int(r.stats["dropped"]) == int((live & ~keep).sum())
+    assert int(r.stats["dropped_tokens"]) == int((valid & ~keep.any(1)).sum())
+    assert int(r.stats["capacity"]) == cap
     assert torch.all(r.weights[~(keep | ~live)] == 0)
     assert torch.bincount(r.indices[keep], minlength=E).max() <= cap
 
@@ -94,9 +97,9 @@ def test_capacity_drop_count_matches_reference():
 def test_layer_capacity_reports_dropped_in_stats():
     torch.manual_seed(3)
     layer = MoE(8, 12, 4, top_k=2, capacity_factor=0.5)
-    layer(torch.randn(32, 8))
-    assert layer.last_routing.stats["dropped"] > 0
-    assert (layer.last_routing.indices == -1).sum() == layer.last_routing.stats["dropped"]
+    _, r = layer(torch.randn(32, 8))
+    assert r.stats["dropped"] > 0
+    assert (r.indices == -1).sum() == r.stats["dropped"]
 
 
 def test_padding_tokens_get_no_routed_output():
@@ -105,18 +108,19 @@ def test_padding_tokens_get_no_routed_output():
     x = torch.randn(3, 5, 8)
     valid = torch.ones(3, 5, dtype=torch.bool)
     valid[:, 3:] = False
-    y = layer(x, valid=valid)
+    y, r = layer(x, valid=valid)
     assert torch.all(y[:, 3:] == 0)
-    torch.testing.assert_close(y[:, :3], layer(x[:, :3]))
+    torch.testing.assert_close(y[:, :3], layer(x[:, :3]).output)
+    assert torch.equal(r.valid, valid.reshape(-1))
 
 
-def test_combine_outputs_matches_dispatch():
+def test_combine_dense_matches_dispatch():
     torch.manual_seed(5)
     bank = make_experts("ffn", 4, 6, 8)
     x = torch.randn(9, 6)
     idx = torch.tensor([[0, 2], [1, -1]] * 4 + [[3, 0]])
-    r = Routing(idx, torch.rand(9, 2), torch.zeros(9, 4))
-    torch.testing.assert_close(combine_outputs(bank.forward_dense(x), r), dispatch_combine(x, r, bank))
+    r = Routing(idx, torch.rand(9, 2), torch.zeros(9, 4), valid=torch.rand(9) > 0.3)
+    torch.testing.assert_close(combine_dense(bank.forward_dense(x), r), dispatch_combine(x, r, bank))
 
 
 def test_shared_experts_add_a_dense_ffn():
@@ -124,6 +128,6 @@ def test_shared_experts_add_a_dense_ffn():
     layer = MoE(8, 12, 4, top_k=1, num_shared=2)
     assert layer.shared.w1.shape == (1, 8, 24)
     x = torch.randn(5, 8)
-    y = layer(x)
-    routed = dispatch_combine(x, layer.last_routing, layer.experts)
+    y, routing = layer(x)
+    routed = dispatch_combine(x, routing, layer.experts)
     torch.testing.assert_close(y, routed + layer.shared.forward_dense(x)[:, 0])

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.moe import ROUTERS, MoE, Routing, combine_outputs, make_router
+from zoo.moe import ROUTERS, MoE, MoEOutput, Routing, combine_dense, make_router
 
 LAYOUT = {
     "ffn": {"experts.w1": (6, 8, 12), "experts.b1": (6, 12), "experts.w2": (6, 12, 4), "experts.b2": (6, 4)},
@@ -29,7 +29,7 @@ def test_state_dict_layout_and_round_trip(expert_type, tmp_path):
     b.load_state_dict(torch.load(tmp_path / "moe.pt"))
     x, c = torch.randn(5, 8), torch.randn(5, 2)
     a.eval(), b.eval()
-    torch.testing.assert_close(a(x, condition=c), b(x, condition=c))
+    torch.testing.assert_close(a(x, condition=c).output, b(x, condition=c).output)
 
 
 def test_shared_and_router_state_keys():
@@ -42,14 +42,16 @@ def test_shared_and_router_state_keys():
 def test_contract_shapes_and_routing_fields():
     layer = MoE(dim=16, hidden=32, num_experts=8, top_k=2, router="topk")
     x = torch.randn(2, 3, 5, 16)
-    y = layer(x)
+    out = layer(x)
+    assert isinstance(out, MoEOutput) and out.output is out[0] and out.routing is out[1]
+    y, r = out
     assert y.shape == x.shape
-    r = layer.last_routing
     assert isinstance(r, Routing)
     assert r.indices.shape == (30, 2) and r.indices.dtype == torch.long
     assert r.weights.shape == (30, 2) and r.logits.shape == (30, 8)
-    assert isinstance(r.aux, dict) and isinstance(r.stats, dict) and "entropy" in r.stats
-    assert MoE(16, 32, 8, out_dim=7)(x).shape == (2, 3, 5, 7)
+    assert isinstance(r.aux, dict) and r.stats == {}  # no statistics computed in forward
+    assert not hasattr(layer, "last_routing")
+    assert MoE(16, 32, 8, out_dim=7)(x).output.shape == (2, 3, 5, 7)
 
 
 @pytest.mark.parametrize("router", ["soft", "topk"])
@@ -60,9 +62,9 @@ def test_heterogeneous_module_list_experts(router):
     )
     layer = MoE(6, 0, 3, top_k=2, router=router, experts=experts, out_dim=3)
     x = torch.randn(11, 6)
-    y = layer(x)
+    y, routing = layer(x)
     dense = torch.stack([m(x) for m in experts], dim=1)  # (T, E, 3)
-    torch.testing.assert_close(y, combine_outputs(dense, layer.last_routing))
+    torch.testing.assert_close(y, combine_dense(dense, routing))
     y.sum().backward()
     assert all(p.grad is not None for p in experts.parameters())
     assert "experts.experts.1.0.weight" in layer.state_dict()
@@ -73,7 +75,7 @@ def test_router_used_alone_with_own_combine():
     router = make_router("topk", 6, 4, top_k=1)
     per_expert = torch.randn(9, 4, 2, 5)  # (T, E, *F) from some heterogeneous experts
     r = router(torch.randn(9, 6))
-    out = combine_outputs(per_expert, r)
+    out = combine_dense(per_expert, r)
     assert out.shape == (9, 2, 5)
     torch.testing.assert_close(out[0], r.weights[0, 0] * per_expert[0, r.indices[0, 0]])
 

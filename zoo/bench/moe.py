@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from zoo.bench.moe_baselines import DenseFloor, GroupedMM, GShardEinsum, LoopMask, NaiveSlice, UnbindLoop
+from zoo.bench.moe_baselines import DenseFloor, GroupedMM, GShardEinsum, LoopMask, NaiveSlice, OutputOnly, UnbindLoop
 from zoo.moe import MoE
 
 ROWS = {
@@ -90,8 +90,9 @@ def cpu_model() -> str:
 
 def build(E: int, dim: int, hidden: int, top_k: int, rows: list[str]) -> dict[str, nn.Module]:
     torch.manual_seed(0)
-    ours = MoE(dim, hidden, E, top_k=top_k, router="topk", experts="ffn")
-    ex, gate = ours.experts, ours.router.gate
+    moe = MoE(dim, hidden, E, top_k=top_k, router="topk", experts="ffn")
+    ours = OutputOnly(moe)
+    ex, gate = moe.experts, moe.router.gate
     shared = (gate, ex.w1, ex.b1, ex.w2, ex.b2, top_k)
     makers = {
         "floor": lambda: DenseFloor(dim, top_k * hidden),
@@ -167,9 +168,10 @@ def bench_one(E: int, args, rows: list[str]) -> dict:
 
 NOTES = """\
 - **Rows.** (a) is the floor: a dense FFN with hidden k·h has exactly the active FLOPs of a top-k MoE and no
-  routing. *ours* = `zoo.moe.MoE(router="topk", experts="ffn")` including its router, aux losses and routing
-  stats. (b)-(d) and the two variants share the same gate and stacked weights as *ours*; their outputs
-  are checked against ours (`max_abs_diff_vs_ours` in the JSON; (c) differs by design: it drops tokens).
+  routing. *ours* = `zoo.moe.MoE(router="topk", experts="ffn")` including its router and the aux losses
+  every router attaches (since zoo.moe API v2 routing statistics are computed on demand, not in forward).
+  (b)-(d) and the two variants share the same gate and stacked weights as *ours*; their outputs are checked
+  against ours (`max_abs_diff_vs_ours` in the JSON; (c) differs by design: it drops tokens).
 - **Why ours is a custom autograd loop.** `zoo.moe.segment_mm` runs one `mm` per expert segment into one
   preallocated output and writes every expert's weight gradient straight into one `[E, d, h]` buffer.
   (d) shows the trap it avoids: slicing `w[e]` inside autograd materialises a full `[E, d, h]` gradient per

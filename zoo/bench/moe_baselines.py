@@ -21,6 +21,18 @@ def _route(gate: nn.Linear, x: Tensor, k: int) -> tuple[Tensor, Tensor]:
     return w / w.sum(-1, keepdim=True), idx
 
 
+class OutputOnly(nn.Module):
+    """``zoo.moe.MoE`` as a plain (T, d) -> (T, d) module for the table: its ``MoEOutput.output`` (the routing,
+    with the aux losses the router attached, is computed as always and dropped)."""
+
+    def __init__(self, moe: nn.Module):
+        super().__init__()
+        self.moe = moe
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.moe(x).output
+
+
 class DenseFloor(nn.Module):
     """(a) Dense FFN with hidden k * h: the same active parameters per token, the practical floor."""
 

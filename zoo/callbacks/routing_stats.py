@@ -1,27 +1,48 @@
-"""Lightning callback: log routing stats of every MoE layer and save expert-load heatmaps at fit end."""
+"""Lightning callback: routing statistics of every mixture, read from the step outputs, logged and written to disk."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from collections.abc import Mapping
 
 import pytorch_lightning as pl
 import torch
 
-from zoo.moe.layer import moe_layers
-from zoo.moe.stats import SCALAR_KEYS, routing_stats
+from zoo.moe.routing import Routing
+from zoo.moe.stats import RoutingSummary, routing_summary
+from zoo.utils.figures import pyplot, save_figure
+
+SUMMARY_FILE = "routing_summary.json"
+
+
+def step_routings(outputs) -> dict[str, Routing]:
+    """``outputs["routing"]`` of a step (``{layer_name: Routing}``; a bare Routing is named "moe"), or {}."""
+    if not isinstance(outputs, Mapping):
+        return {}
+    routing = outputs.get("routing")
+    if isinstance(routing, Routing):
+        return {"moe": routing}
+    if isinstance(routing, Mapping):
+        return {str(k): v for k, v in routing.items() if isinstance(v, Routing)}
+    return {}
 
 
 class RoutingStatsCallback(pl.Callback):
-    """Finds every submodule exposing ``last_routing`` (MoE layers, bare routers) and, per layer:
+    """Reads each step's routings from its outputs: ``training_step`` / ``validation_step`` / ``test_step`` return
+    ``{"loss": loss, "routing": {layer_name: Routing, ...}}`` (validation and test without "loss" if they like).
 
-    - every ``log_every_n_steps`` training steps (default: the trainer's), logs at most
-      ``len(SCALAR_KEYS)`` scalars as ``moe/<layer>/<key>``: normalised router entropy, load entropy,
-      max/mean load, dead experts, dropped slots; at most ``max_layers`` layers are logged;
-    - accumulates the per-expert load (E,) every step, and keeps a load snapshot per logging step;
-    - at ``on_fit_end`` writes ``expert_load_<layer>.png`` (snapshot x expert heatmap) per layer and
-      ``expert_load_layers.png`` (layer x expert, whole fit) into ``trainer.log_dir`` (or
-      ``default_root_dir``). A model without MoE layers is fine: nothing is logged or written.
+    - every ``log_every_n_steps`` training steps (default: the trainer's), logs ``len(SCALAR_KEYS)`` scalars per
+      layer as ``moe/<layer>/<key>`` (normalised router entropy, load entropy, max/mean load, dead experts,
+      dropped slots) for at most ``max_layers`` layers, and keeps that step's load (E,) as a heatmap snapshot;
+    - accumulates a `zoo.moe.RoutingSummary` per stage ("train", "validate", "test"; sanity checks excluded);
+    - at ``on_fit_end`` writes ``expert_load_<layer>.png`` (logged step x expert heatmap) per layer and
+      ``expert_load_layers.png`` (layer x expert, whole fit), and at fit end and test end writes
+      ``routing_summary.json`` = ``{"train": {...}, "validate": {...}, "test": {...}}`` (only stages that saw a
+      routing; each ``RoutingSummary.to_dict()``) into ``trainer.log_dir`` (or ``default_root_dir``), on rank 0
+      (from rank 0's share of the batches under DDP). A model that returns no routing is fine: nothing is
+      logged or written.
     """
 
     def __init__(
@@ -34,68 +55,86 @@ class RoutingStatsCallback(pl.Callback):
         super().__init__()
         self.log_every_n_steps, self.max_layers = log_every_n_steps, max_layers
         self.max_snapshots, self.heatmaps = max_snapshots, heatmaps
-        self.total_load: dict[str, torch.Tensor] = {}
+        self.summaries: dict[str, RoutingSummary] = {}
         self.snapshots: dict[str, list[torch.Tensor]] = {}
         self.written: list[str] = []
 
+    def _accumulate(self, stage: str, routings: dict[str, Routing]) -> RoutingSummary:
+        step = routing_summary(dict(list(routings.items())[: self.max_layers]))
+        self.summaries[stage] = self.summaries[stage].merge(step) if stage in self.summaries else step
+        return step
+
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        routings = step_routings(outputs)
+        if not routings:
+            return
+        step = self._accumulate("train", routings)
         every = self.log_every_n_steps or getattr(trainer, "log_every_n_steps", 50) or 1
-        log_now = trainer.global_step % every == 0
-        for name, module in moe_layers(pl_module)[: self.max_layers]:
-            routing = module.last_routing
-            if routing is None:
-                continue
-            stats = routing.stats if "load" in routing.stats else routing_stats(routing)
-            load = stats["load"].detach().float().cpu()
-            key = name or "root"
-            if key in self.total_load and self.total_load[key].shape == load.shape:
-                self.total_load[key] += load
-            else:
-                self.total_load[key] = load.clone()
-            if log_now:
-                snaps = self.snapshots.setdefault(key, [])
-                snaps.append(load)
-                if len(snaps) > self.max_snapshots:  # keep every other one: bounded memory, whole history
-                    del snaps[::2]
-                values = {f"moe/{key}/{k}": float(stats[k]) for k in SCALAR_KEYS if k in stats}
-                pl_module.log_dict(values, on_step=True, on_epoch=False, batch_size=1)
+        if trainer.global_step % every:
+            return
+        values = {}
+        for key, layer in step.layers.items():
+            snaps = self.snapshots.setdefault(key, [])
+            snaps.append(torch.tensor(layer.load))
+            if len(snaps) > self.max_snapshots:  # keep every other one: bounded memory, whole history
+                del snaps[::2]
+            values.update({f"moe/{key}/{k}": v for k, v in layer.scalars().items()})
+        pl_module.log_dict(values, on_step=True, on_epoch=False, batch_size=1)
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        routings = step_routings(outputs)
+        if routings and not trainer.sanity_checking:
+            self._accumulate("validate", routings)
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        routings = step_routings(outputs)
+        if routings:
+            self._accumulate("test", routings)
 
     def _out_dir(self, trainer) -> str:
         return trainer.log_dir or trainer.default_root_dir
 
-    def on_fit_end(self, trainer, pl_module) -> None:
-        if not self.heatmaps or not self.total_load or not trainer.is_global_zero:
-            return
-        import matplotlib
+    def summary_dict(self) -> dict[str, dict]:
+        """``{stage: RoutingSummary.to_dict()}`` for the stages that saw a routing."""
+        return {s: self.summaries[s].to_dict() for s in ("train", "validate", "test") if self.summaries.get(s)}
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
+    def write_summary(self, trainer) -> str | None:
+        if not trainer.is_global_zero or not self.summary_dict():
+            return None
         out = self._out_dir(trainer)
         os.makedirs(out, exist_ok=True)
+        path = os.path.join(out, SUMMARY_FILE)
+        with open(path, "w") as f:
+            json.dump(self.summary_dict(), f, indent=1)
+        if path not in self.written:
+            self.written.append(path)
+        return path
+
+    def on_fit_end(self, trainer, pl_module) -> None:
+        self.write_summary(trainer)
+        if self.heatmaps and trainer.is_global_zero and self.summaries.get("train"):
+            self._write_heatmaps(self._out_dir(trainer))
+
+    def on_test_end(self, trainer, pl_module) -> None:
+        self.write_summary(trainer)
+
+    def _write_heatmaps(self, out: str) -> None:
+        plt = pyplot()
         for key, snaps in self.snapshots.items():
             fig, ax = plt.subplots(figsize=(8, 4))
             im = ax.imshow(torch.stack(snaps).numpy(), aspect="auto", cmap="viridis", interpolation="nearest")
             ax.set(xlabel="expert", ylabel="logged step", title=f"expert load: {key}")
             fig.colorbar(im, ax=ax, label="load fraction")
-            self._save(fig, os.path.join(out, f"expert_load_{_safe(key)}.png"))
-        same_width = {v.numel() for v in self.total_load.values()}
-        if len(same_width) == 1:
-            grid = torch.stack([v / v.sum().clamp_min(1e-12) for v in self.total_load.values()])
+            self.written.append(save_figure(fig, os.path.join(out, f"expert_load_{_safe(key)}.png"), dpi=80))
+        layers = self.summaries["train"].layers
+        if len({s.num_experts for s in layers.values()}) == 1:
+            grid = torch.tensor([s.load for s in layers.values()])
             fig, ax = plt.subplots(figsize=(8, 1 + 0.4 * grid.shape[0]))
             im = ax.imshow(grid.numpy(), aspect="auto", cmap="viridis", interpolation="nearest")
-            ax.set_yticks(range(grid.shape[0]), list(self.total_load))
+            ax.set_yticks(range(grid.shape[0]), list(layers))
             ax.set(xlabel="expert", title="expert load over the fit")
             fig.colorbar(im, ax=ax, label="load fraction")
-            self._save(fig, os.path.join(out, "expert_load_layers.png"))
-
-    def _save(self, fig, path: str) -> None:
-        import matplotlib.pyplot as plt
-
-        fig.tight_layout()
-        fig.savefig(path, dpi=80)
-        plt.close(fig)
-        self.written.append(path)
+            self.written.append(save_figure(fig, os.path.join(out, "expert_load_layers.png"), dpi=80))
 
 
 def _safe(name: str) -> str:

@@ -1,54 +1,153 @@
 """`zoo.moe`: the shared Mixture-of-Experts layer library (routers, experts, dispatch, aux losses, stats).
 
-from zoo.moe import MoE
-layer = MoE(dim=512, hidden=1024, num_experts=64, top_k=2, router="topk")
-y = layer(x)                       # (..., 512) -> (..., 512)
-loss = task_loss + layer.aux_loss()
+Stands alone: ``import zoo.moe`` imports torch and nothing else of the zoo (no Lightning); its exceptions are
+``zoo.moe.errors.ZooError`` / ``ConfigError`` (re-exported by ``zoo.errors``). Routing is a value, never state::
+
+    from zoo.moe import MoE, routing_summary, weighted_aux_loss
+    layer = MoE(dim=512, hidden=1024, num_experts=64, top_k=2, router="topk", aux_weights={"load_balance": 1e-2})
+    y, routing = layer(x)                          # x (..., 512) -> y (..., 512); routing over prod(...) tokens
+    loss = task_loss + layer.aux_loss(routing)     # or weighted_aux_loss([r1, r2], {"load_balance": 1e-2})
+    routing_summary({"block0": routing}).to_dict() # load, entropy, dead experts, dropped (on demand)
+
+Three combiners, each with a `Routing`: sparse token dispatch (``MoE`` / ``dispatch_combine``), dense context
+experts (``combine_dense``: every expert ran, the routing weights them, optional per-expert ``expert_scale``) and
+Soft-MoE slots (``zoo.moe.soft``). A mixture whose gate is not a batch of independent tokens checks its router
+with ``require_router(name, mixture, needs=...)``.
+
+The public names load lazily (PEP 562), so ``import zoo.moe.errors`` (which ``zoo.errors`` does) stays free of
+torch; ``import zoo.moe`` then ``zoo.moe.MoE`` imports what it needs.
 """
 
-from zoo.moe.dispatch import apply_capacity, combine_outputs, dispatch_combine, sort_by_expert
-from zoo.moe.experts import (
-    EXPERTS,
-    FFNExperts,
-    LinearExperts,
-    LowRankExperts,
-    ModuleListExperts,
-    StackedExperts,
-    SwiGLUExperts,
-    make_experts,
-)
-from zoo.moe.layer import MoE, moe_layers
-from zoo.moe.losses import LOSSES, cv_squared_loss, entropy_loss, erc_loss, load_balance_loss, z_loss
-from zoo.moe.routers import ROUTERS, Router, make_router
-from zoo.moe.routing import Routing
-from zoo.moe.segment_mm import segment_mm
-from zoo.moe.stats import routing_stats
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING
+
+_EXPORTS = {
+    "AUX_NAMES": "zoo.moe.weighting",
+    "CAPABILITIES": "zoo.moe.routers",
+    "ConfigError": "zoo.moe.errors",
+    "EXPERTS": "zoo.moe.experts",
+    "FFNExperts": "zoo.moe.experts",
+    "LOSSES": "zoo.moe.losses",
+    "LayerSummary": "zoo.moe.stats",
+    "LinearExperts": "zoo.moe.experts",
+    "LowRankExperts": "zoo.moe.experts",
+    "MoE": "zoo.moe.layer",
+    "MoEOutput": "zoo.moe.routing",
+    "ModuleListExperts": "zoo.moe.experts",
+    "ROUTERS": "zoo.moe.routers",
+    "Router": "zoo.moe.routers",
+    "Routing": "zoo.moe.routing",
+    "RoutingSummary": "zoo.moe.stats",
+    "StackedExperts": "zoo.moe.experts",
+    "SwiGLUExperts": "zoo.moe.experts",
+    "ZooError": "zoo.moe.errors",
+    "apply_capacity": "zoo.moe.dispatch",
+    "combine_dense": "zoo.moe.dispatch",
+    "cv_squared_loss": "zoo.moe.losses",
+    "dispatch_combine": "zoo.moe.dispatch",
+    "entropy_loss": "zoo.moe.losses",
+    "erc_loss": "zoo.moe.losses",
+    "layer_summary": "zoo.moe.stats",
+    "load_balance_loss": "zoo.moe.losses",
+    "make_experts": "zoo.moe.experts",
+    "make_router": "zoo.moe.routers",
+    "mixture_weights": "zoo.moe.dispatch",
+    "require_router": "zoo.moe.routers",
+    "routers_that_apply": "zoo.moe.routers",
+    "routing_summary": "zoo.moe.stats",
+    "segment_mm": "zoo.moe.segment_mm",
+    "sort_by_expert": "zoo.moe.dispatch",
+    "weighted_aux_loss": "zoo.moe.weighting",
+    "z_loss": "zoo.moe.losses",
+}
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
+    from zoo.moe.dispatch import apply_capacity, combine_dense, dispatch_combine, mixture_weights, sort_by_expert
+    from zoo.moe.errors import ConfigError, ZooError
+    from zoo.moe.experts import (
+        EXPERTS,
+        FFNExperts,
+        LinearExperts,
+        LowRankExperts,
+        ModuleListExperts,
+        StackedExperts,
+        SwiGLUExperts,
+        make_experts,
+    )
+    from zoo.moe.layer import MoE
+    from zoo.moe.losses import LOSSES, cv_squared_loss, entropy_loss, erc_loss, load_balance_loss, z_loss
+    from zoo.moe.routers import CAPABILITIES, ROUTERS, Router, make_router, require_router, routers_that_apply
+    from zoo.moe.routing import MoEOutput, Routing
+    from zoo.moe.segment_mm import segment_mm
+    from zoo.moe.stats import LayerSummary, RoutingSummary, layer_summary, routing_summary
+    from zoo.moe.weighting import AUX_NAMES, weighted_aux_loss
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'zoo.moe' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value) -> None:
+        # importing a submodule binds it on the package; where a public name equals a submodule's name
+        # (segment_mm), the public function wins, as it would after an eager ``from ... import``
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 __all__ = [
+    "AUX_NAMES",
+    "CAPABILITIES",
     "EXPERTS",
     "LOSSES",
     "ROUTERS",
+    "ConfigError",
     "FFNExperts",
+    "LayerSummary",
     "LinearExperts",
     "LowRankExperts",
     "MoE",
+    "MoEOutput",
     "ModuleListExperts",
     "Router",
     "Routing",
+    "RoutingSummary",
     "StackedExperts",
     "SwiGLUExperts",
+    "ZooError",
     "apply_capacity",
-    "combine_outputs",
+    "combine_dense",
     "cv_squared_loss",
     "dispatch_combine",
     "entropy_loss",
     "erc_loss",
+    "layer_summary",
     "load_balance_loss",
     "make_experts",
     "make_router",
-    "moe_layers",
-    "routing_stats",
+    "mixture_weights",
+    "require_router",
+    "routers_that_apply",
+    "routing_summary",
     "segment_mm",
     "sort_by_expert",
+    "weighted_aux_loss",
     "z_loss",
 ]

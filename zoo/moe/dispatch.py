@@ -45,13 +45,32 @@ def dispatch_combine(x: Tensor, routing: Routing, experts, out_dim: int | None =
     return out.index_add(0, token_ids, y_sorted * w[:, None])
 
 
-def combine_outputs(expert_outputs: Tensor, routing: Routing) -> Tensor:
-    """Combine per-expert outputs (T, E, *F) by a Routing -> (T, *F); padding tokens give 0.
+def mixture_weights(routing: Routing, expert_scale: Tensor | None = None, renormalize: bool = False) -> Tensor:
+    """(T, E) weights of a dense mixture: ``routing.dense_weights()`` [* expert_scale] [/ row sum], 0 on padding.
 
-    For heterogeneous experts that already computed every expert densely (GNN per hop, policy per expert).
+    ``expert_scale`` (T, E) is the per-expert reweighting hook (C²GMoE's confidence, curvature or deformation
+    experts' own scores); with ``renormalize`` each real token's row is divided by its sum (clamped at 1e-12),
+    so the experts it uses weigh 1 in total.
     """
-    w = routing.dense_weights().to(expert_outputs.dtype)
-    w = w * routing.token_mask()[:, None].to(w.dtype)
+    w = routing.dense_weights()
+    if expert_scale is not None:
+        w = w * expert_scale
+    if renormalize:
+        w = w / w.sum(-1, keepdim=True).clamp_min(1e-12)
+    return w * routing.token_mask()[:, None].to(w.dtype)
+
+
+def combine_dense(
+    expert_outputs: Tensor, routing: Routing, expert_scale: Tensor | None = None, renormalize: bool = False
+) -> Tensor:
+    """Dense context experts: every expert ran on every token, a `Routing` weights them.
+
+    ``y[t] = sum_e w[t, e] * expert_outputs[t, e]`` with ``w = mixture_weights(routing, expert_scale,
+    renormalize)``. Shapes: expert_outputs (T, E, *F), routing over T tokens and E experts, expert_scale (T, E)
+    -> (T, *F). Padding tokens (``routing.valid`` False) give exactly 0. For heterogeneous experts that compute
+    every expert anyway (a GNN per hop, a policy per skill); sparse token experts use ``dispatch_combine``.
+    """
+    w = mixture_weights(routing, expert_scale, renormalize).to(expert_outputs.dtype)
     return torch.einsum("te,te...->t...", w, expert_outputs)
 
 
@@ -64,12 +83,16 @@ def apply_capacity(routing: Routing, capacity_factor: float) -> Routing:
     """Drop slots beyond each expert's capacity; dropped slots get index -1 and weight 0.
 
     Priority follows Switch/GShard: every token's first choice before any second choice, then token
-    order. Padding tokens take no capacity. Adds stats ``dropped`` (slots) and ``dropped_tokens``
-    (real tokens that lost every slot) and ``capacity``.
+    order. Padding tokens take no capacity. Adds stats ``dropped`` (slots), ``dropped_tokens`` (real tokens
+    that lost every slot) and ``capacity``, as 0-dim tensors: nothing here waits for the device.
     """
     idx, T, k, E = routing.indices, routing.num_tokens, routing.indices.shape[1], routing.num_experts
     mask = routing.token_mask()
-    cap = expert_capacity(int(mask.sum()), k, E, capacity_factor)
+    if routing.valid is None:
+        cap = torch.tensor(expert_capacity(T, k, E, capacity_factor), device=idx.device)
+    else:  # expert_capacity on the device: same float64 arithmetic, no host sync
+        n = mask.sum().double()
+        cap = torch.ceil(capacity_factor * n * k / E).long().clamp_min(1)
     live = (idx >= 0) & mask[:, None]
     slot_major = idx.t().reshape(-1)  # slot j of all tokens, then slot j+1
     live_sm = live.t().reshape(-1)
@@ -84,5 +107,5 @@ def apply_capacity(routing: Routing, capacity_factor: float) -> Routing:
     new_idx = torch.where(drop, -1, idx)
     new_w = torch.where(drop, torch.zeros_like(routing.weights), routing.weights)
     lost_all = live.any(1) & ~(live & ~drop).any(1)
-    stats = dict(routing.stats, dropped=int(drop.sum()), dropped_tokens=int(lost_all.sum()), capacity=cap)
+    stats = dict(routing.stats, dropped=drop.sum(), dropped_tokens=lost_all.sum(), capacity=cap)
     return replace(routing, indices=new_idx, weights=new_w, stats=stats)

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from zoo.errors import ConfigError
+from zoo.moe.errors import ConfigError
 from zoo.moe.segment_mm import segment_mm
 
 

@@ -6,15 +6,13 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from zoo.errors import ConfigError
 from zoo.moe.dispatch import apply_capacity, dispatch_combine
+from zoo.moe.errors import ConfigError
 from zoo.moe.experts import EXPERTS, ModuleListExperts, make_experts
-from zoo.moe.losses import LOSSES, erc_loss
+from zoo.moe.losses import erc_loss
 from zoo.moe.routers import broadcast_condition, make_router
-from zoo.moe.routing import Routing
-from zoo.moe.stats import routing_stats
-
-_ROUTER_AUX = {"sparsity", "dirichlet_kl"}  # produced by routers themselves (DirichletRouter)
+from zoo.moe.routing import MoEOutput, Routing
+from zoo.moe.weighting import check_aux_weights, weighted_aux_loss
 
 
 class MoE(nn.Module):
@@ -34,12 +32,16 @@ class MoE(nn.Module):
         capacity_factor: None = no dropping; else each expert keeps at most
             ``ceil(cf * tokens * k / E)`` slots (Switch priority), the rest become index -1.
         condition_dim: width of an optional condition vector joined to the router input.
-        aux_weights: name -> weight for ``aux_loss()``; names: "load_balance", "z", "cv_squared",
-            "entropy", "erc", and router-specific ones ("sparsity", "dirichlet_kl").
+        aux_weights: name -> weight for ``aux_loss(routing)``; names in ``zoo.moe.AUX_NAMES``: "load_balance",
+            "z", "cv_squared", "entropy", "erc", and router-specific ones ("sparsity", "dirichlet_kl").
 
-    Shapes: ``forward(x (..., dim), condition=(..., c) | (B, c) | (c,), valid=(...) bool) -> (..., out_dim)``.
-    After each forward ``last_routing`` holds the `Routing` over the flattened T tokens, with
-    ``stats`` filled by ``zoo.moe.stats.routing_stats``.
+    Shapes: ``forward(x (..., dim), condition=(..., c) | (B, c) | (c,), valid=(...) bool) -> MoEOutput``:
+    ``output`` (..., out_dim) and ``routing``, the `Routing` over the flattened T = prod(...) tokens::
+
+        y, routing = moe(x)
+        loss = task_loss + moe.aux_loss(routing)
+
+    No statistics are computed in forward (``zoo.moe.routing_summary(routing)`` does that on demand).
 
     State-dict layout (E experts, d = dim, h = hidden, o = out_dim, c = condition_dim):
         router.gate.weight (E, d + c)      [grouped: (E_dynamic, d + c)]
@@ -100,14 +102,9 @@ class MoE(nn.Module):
                 self.out_dim,
                 None if rank is None else rank * num_shared,
             )
-        self.aux_weights = dict(aux_weights or {})
-        known = set(LOSSES) | {"erc"} | _ROUTER_AUX
-        unknown = set(self.aux_weights) - known
-        if unknown:
-            raise ConfigError(f"unknown aux loss {sorted(unknown)}; valid: {', '.join(sorted(known))}")
-        self.last_routing: Routing | None = None
+        self.aux_weights = check_aux_weights(aux_weights)
 
-    def forward(self, x: Tensor, condition: Tensor | None = None, valid: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, condition: Tensor | None = None, valid: Tensor | None = None) -> MoEOutput:
         lead = x.shape[:-1]
         x2 = x.reshape(-1, self.dim)
         valid2 = None if valid is None else valid.reshape(-1).bool()
@@ -119,10 +116,7 @@ class MoE(nn.Module):
         y = dispatch_combine(x2, routing, self.experts, self.out_dim)
         if self.shared is not None:
             y = y + self.shared.forward_sorted(x2, [x2.shape[0]])
-        stats = routing_stats(routing, self.num_experts)
-        routing.stats.update(stats)
-        self.last_routing = routing
-        return y.reshape(*lead, y.shape[-1])
+        return MoEOutput(y.reshape(*lead, y.shape[-1]), routing)
 
     def erc_loss(self, noise_std: float = 0.1, alpha: float = 1.0) -> Tensor:
         """ERC loss of this layer's router rows against its experts (see ``zoo.moe.losses.erc_loss``)."""
@@ -134,33 +128,17 @@ class MoE(nn.Module):
             )
         return erc_loss(w[:, : self.dim], self.experts, noise_std, alpha)
 
-    def aux_loss(self) -> Tensor:
-        """Weighted sum of the configured aux losses of the last forward (0 before any forward)."""
-        r = self.last_routing
-        total = self.router.gate.weight.new_zeros(())
-        if r is None:
-            return total
-        for name, w in self.aux_weights.items():
-            if not w:
-                continue
-            if name == "erc":
-                value = self.erc_loss()
-            elif name in r.aux:
-                value = r.aux[name]
-            elif name in LOSSES:
-                value = LOSSES[name](r)
-            else:
-                raise ConfigError(f"aux loss {name!r} not produced by router {type(self.router).__name__}")
-            total = total + w * value.to(total.dtype)
-        return total
+    def aux_loss(self, routing: Routing) -> Tensor:
+        """This layer's ``aux_weights`` applied to ``routing`` (from its forward), via ``zoo.moe.weighted_aux_loss``.
+
+        "erc" is computed here (it needs this layer's router rows and experts, and draws the proxy noise from the
+        global RNG); every other name comes from the routing.
+        """
+        erc = self.erc_loss() if self.aux_weights.get("erc") else None
+        return weighted_aux_loss(routing, self.aux_weights, erc=erc)
 
     def extra_repr(self) -> str:
         return (
             f"dim={self.dim}, hidden={self.hidden}, num_experts={self.num_experts}, top_k={self.top_k}, "
             f"experts={self.expert_type!r}, capacity_factor={self.capacity_factor}"
         )
-
-
-def moe_layers(module: nn.Module) -> list[tuple[str, nn.Module]]:
-    """(name, module) for every submodule exposing ``last_routing`` (MoE layers and custom routers)."""
-    return [(n, m) for n, m in module.named_modules() if hasattr(m, "last_routing")]

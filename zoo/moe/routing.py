@@ -1,9 +1,13 @@
-"""`Routing`: the value every router returns; dispatch, aux losses and stats all read it."""
+"""`Routing`: the value every router returns; dispatch, aux losses and stats all read it.
+
+`MoEOutput`: what a mixture returns, its output and the `Routing` that produced it (routing is a value, never
+module state).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -23,7 +27,8 @@ class Routing:
         load_prob: (T, E) smooth probability that expert e is selected for the token (Shazeer 2017's load
                  estimator for noisy top-k), or None to use hard counts.
         aux:     name -> scalar tensor, unweighted aux losses computed by the router.
-        stats:   name -> float / detached tensor, diagnostics (e.g. dropped token count).
+        stats:   name -> detached 0-dim tensor (or number), diagnostics (e.g. dropped slot count). Kept as
+                 tensors so that no forward waits for the device; ``zoo.moe.routing_summary`` converts them.
     """
 
     indices: Tensor
@@ -86,3 +91,14 @@ class Routing:
             aux={k: v.detach() for k, v in self.aux.items()},
             stats={k: d(v) for k, v in self.stats.items()},
         )
+
+
+class MoEOutput(NamedTuple):
+    """A mixture's result: ``output`` (..., out_dim) and the `Routing` over its flattened T tokens.
+
+    Unpacks like a pair: ``y, routing = moe(x)``; aux losses (``MoE.aux_loss(routing)``,
+    ``zoo.moe.weighted_aux_loss``) and statistics (``zoo.moe.routing_summary``) are computed from ``routing``.
+    """
+
+    output: Tensor
+    routing: Routing

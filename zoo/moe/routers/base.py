@@ -25,7 +25,19 @@ class Router(nn.Module):
     Call: ``router(x (T, dim), condition=None ((T, c) or (c,)), valid=None ((T,) bool)) -> Routing``.
     Conditioned routing (task id, domain prompt, timestep embedding) concatenates the condition to the
     router input when ``condition_dim > 0``; a router built with ``condition_dim == 0`` ignores it.
+
+    Capabilities (class attributes, see ``zoo.moe.routers.CAPABILITIES`` and ``zoo.moe.require_router``), which
+    tell a mixture whether this router applies to it:
+        per_token_choice: each token's experts depend on that token (and its condition) alone, not on the other
+            tokens of the batch. False for expert choice, where each expert picks its tokens from the batch.
+        fixed_k: every token gets the same number of used slots (no router-made -1 slots). False for routers
+            that pick a variable number of experts per token (dtop_p, dirichlet, expert_choice).
+        sparse: a token uses fewer than all experts. False for the dense soft gate.
     """
+
+    per_token_choice: bool = True
+    fixed_k: bool = True
+    sparse: bool = True
 
     def __init__(self, dim: int, num_experts: int, top_k: int = 2, condition_dim: int = 0):
         super().__init__()

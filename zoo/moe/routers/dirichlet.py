@@ -25,6 +25,8 @@ class DirichletRouter(Router):
     ``tau`` is a plain attribute so a schedule (exploratory -> definitive) can anneal it.
     """
 
+    fixed_k = False
+
     def __init__(
         self,
         dim: int,
@@ -69,5 +71,5 @@ class DirichletRouter(Router):
         prior = torch.distributions.Dirichlet(torch.full_like(alpha, self.prior_concentration))
         kl = torch.distributions.kl_divergence(torch.distributions.Dirichlet(alpha), prior)
         routing.aux["dirichlet_kl"] = (kl * mask).sum() / n
-        routing.stats["mean_active"] = float((sel.sum(-1).float() * mask).sum() / n)
+        routing.stats["mean_active"] = ((sel.sum(-1).float() * mask).sum() / n).detach()
         return self.finish(routing)

@@ -21,6 +21,8 @@ class DTopPRouter(Router):
     -1 padded; weights are the selected probabilities renormalised.
     """
 
+    fixed_k = False
+
     def __init__(
         self,
         dim: int,

@@ -21,6 +21,9 @@ class ExpertChoiceRouter(Router):
     Padding tokens are never picked. Note: needs the whole batch, so it is not causal.
     """
 
+    per_token_choice = False
+    fixed_k = False
+
     def __init__(
         self,
         dim: int,
@@ -59,5 +62,5 @@ class ExpertChoiceRouter(Router):
         weights = torch.where(indices >= 0, probs.gather(1, indices.clamp(min=0)), 0.0)
         routing = Routing(indices, weights, logits, valid, probs=probs)
         routing.stats["capacity"] = cap
-        routing.stats["tokens_without_expert"] = int(((per_token == 0) & mask).sum())
+        routing.stats["tokens_without_expert"] = ((per_token == 0) & mask).sum()
         return self.finish(routing)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 from torch import Tensor
 
 from zoo.moe.routers.base import Router
@@ -18,6 +19,11 @@ class SigmoidBiasRouter(Router):
     overloaded experts become less attractive. Training forwards accumulate the load; ``update_bias()``
     applies the rule (called automatically after every training forward when ``auto_update``; set it
     False to update once per optimiser step, e.g. from a callback under gradient accumulation).
+
+    Data parallel: when ``torch.distributed`` is initialised with more than one process, ``update_bias()``
+    all-reduces (sums) the accumulated load over the processes first, so every replica applies the same
+    update from the global batch's load and the biases stay identical (as with one process on the whole
+    batch). Every process must therefore run the same number of training forwards (as DDP requires anyway).
     """
 
     def __init__(
@@ -37,10 +43,18 @@ class SigmoidBiasRouter(Router):
 
     @torch.no_grad()
     def update_bias(self, load: Tensor | None = None) -> Tensor:
-        """Apply ``b += u * sign(mean(load) - load)`` with the given (E,) load or the accumulated one."""
-        load = self.pending_load if load is None else load.to(self.expert_bias)
-        if load.sum() > 0:
-            self.expert_bias += self.bias_update_rate * torch.sign(load.mean() - load)
+        """Apply ``b += u * sign(mean(load) - load)`` with the given (E,) load or the accumulated one.
+
+        The accumulated load is summed over data-parallel processes first; a given ``load`` is used as is.
+        An all-zero load changes nothing (``sign(0) = 0``), so no host-side check is needed.
+        """
+        if load is None:
+            load = self.pending_load
+            if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+                dist.all_reduce(load)
+        else:
+            load = load.to(self.expert_bias)
+        self.expert_bias += self.bias_update_rate * torch.sign(load.mean() - load)
         self.pending_load.zero_()
         return self.expert_bias
 

@@ -16,6 +16,8 @@ class SoftRouter(Router):
     anyway; ``top_k`` is ignored.
     """
 
+    sparse = False
+
     def forward(self, x: Tensor, condition: Tensor | None = None, valid: Tensor | None = None) -> Routing:
         logits = self.compute_logits(x, condition)
         probs = torch.softmax(logits, dim=-1)
