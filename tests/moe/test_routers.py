@@ -215,3 +215,49 @@ def test_condition_joins_router_input_and_broadcasts():
     y, routing = layer(x, condition=c)
     torch.testing.assert_close(y, layer(x, condition=c[:, None].expand(2, 5, 3)).output)
     assert not torch.allclose(routing.logits, layer(x, condition=-c).routing.logits)
+
+
+def test_require_router_names_the_mixture_and_the_routers_that_apply():
+    from zoo.moe import CAPABILITIES, Router, require_router, routers_that_apply
+
+    assert require_router("topk", "a per-sequence gate") is ROUTERS["topk"]
+    with pytest.raises(ConfigError) as err:
+        require_router("expert_choice", "SEER's per-series gate", needs=("per_token_choice",))
+    msg = str(err.value)
+    assert msg.startswith("router 'expert_choice' cannot route SEER's per-series gate: ")
+    assert "routers that apply: " + ", ".join(routers_that_apply(["per_token_choice"])) in msg
+    assert "expert_choice" not in routers_that_apply(["per_token_choice"]) and "topk" in routers_that_apply()
+    assert set(routers_that_apply(["fixed_k", "sparse"])) == set(ROUTERS) - {
+        "expert_choice",
+        "dtop_p",
+        "dirichlet",
+        "soft",
+    }
+    with pytest.raises(ConfigError, match="valid: dirichlet"):
+        require_router("nope", "x")
+    with pytest.raises(ValueError, match="unknown router capability"):
+        require_router("topk", "x", needs=("causal",))
+    assert all(isinstance(getattr(Router, c), bool) for c in CAPABILITIES)
+    # make_router checks the same when asked
+    with pytest.raises(ConfigError, match="cannot route the RL policy gate"):
+        make_router("expert_choice", 4, 3, mixture="the RL policy gate", needs=["per_token_choice"])
+    assert make_router("soft", 4, 3, mixture="x", needs=["per_token_choice"]).num_experts == 3
+
+
+def test_expert_choice_really_depends_on_the_batch():
+    """Why it lacks per_token_choice: a token's experts change when other tokens change; top-k's never do."""
+    torch.manual_seed(0)
+    x = torch.randn(16, 6)
+    for name, independent in [("topk", True), ("expert_choice", False)]:
+        router = make_router(name, 6, 4, top_k=1)
+        a, b = router(x[:1]).indices[0], router(x).indices[0]  # alone vs among 15 others
+        same = set(a[a >= 0].tolist()) == set(b[b >= 0].tolist())
+        assert same if independent else not same, name
+        assert ROUTERS[name].per_token_choice is independent
+
+
+def test_unknown_router_kwargs_are_a_config_error_listing_the_accepted_ones():
+    with pytest.raises(ConfigError, match="router 'topk' takes no \\['noise_eps'\\]; it takes: normalize"):
+        make_router("topk", 4, 3, noise_eps=0.1)
+    with pytest.raises(ConfigError, match="bias_update_rate"):
+        MoE(8, 16, 4, router="sigmoid_bias", router_kwargs={"rate": 1.0})
