@@ -15,8 +15,12 @@ class RunRecord:
     """A finished run: what was run (task, method, dataset, config, seed, fold), what it measured and how.
 
     ``metrics`` maps a logged metric name (``"test/mse"``) to its value; ``extra`` holds task-specific
-    structured results (robustness evaluations, routing stats). ``reduced`` flags settings smaller than the
-    paper's (fewer epochs, smaller model), explained in ``note``.
+    structured results (robustness evaluations, diagnostics). ``reduced`` flags settings smaller than the
+    paper's (fewer epochs, smaller model), explained in ``note``. ``routing`` is the run's routing summary per
+    stage and layer (``zoo.moe.RoutingSummary.to_dict()`` as written by the routing-stats callback), empty for
+    dense models and for records written before summaries existed. ``source_hash`` fingerprints the source
+    that produced the record (the task's package and the core; empty in older records, whose ``commit`` is then
+    the only provenance); a table cell whose records carry different fingerprints mixes code versions.
     """
 
     task: str
@@ -33,6 +37,8 @@ class RunRecord:
     fold: int | None = None
     note: str = ""
     extra: dict = field(default_factory=dict)
+    routing: dict = field(default_factory=dict)
+    source_hash: str = ""
 
     def key(self) -> str:
         return record_key(self.method, self.dataset, self.seed, self.fold)
