@@ -24,8 +24,9 @@ class PackageMammoth(nn.Module):
     multiple of ``num_heads`` (the extra query-projection columns see only zeros). Its rank comes from its own
     closed form, which ignores biases, norms and slot embeddings.
 
-    Shapes: ``x`` (B, N, in_dim), ``mask`` (B, N) bool or None -> (B, N, out_dim), padding rows 0.
-    ``last_dispatch`` is a list of per-bag (n_i, E, H, S) dispatch weights from the last forward.
+    Shapes: ``x`` (B, N, in_dim), ``mask`` (B, N) bool or None -> (output (B, N, out_dim) with padding rows 0,
+    dispatch: a list of B detached per-bag (n_i, E, H, S) dispatch weights). The package returns no combine
+    weights, so there is no :class:`~zoo.moe.routing.Routing` to report.
     """
 
     def __init__(
@@ -60,9 +61,8 @@ class PackageMammoth(nn.Module):
                 use_layernorm=True,
             )
         self.rank = self.module.lora_rank
-        self.last_dispatch: list[Tensor] | None = None
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, list[Tensor]]:
         if self.pad:
             x = F.pad(x, (0, self.pad))
         if mask is None:
@@ -73,5 +73,4 @@ class PackageMammoth(nn.Module):
             y, weights = self.module(x[i, mask[i]][None], return_weights=True)
             out[i, mask[i]] = y[0]
             dispatch.append(weights[0].detach())
-        self.last_dispatch = dispatch
-        return out
+        return out, dispatch

@@ -1,9 +1,15 @@
-"""LightningModule for binary MIL: [instance encoder] -> projection (linear | MAMMOTH) -> aggregator -> bag logit."""
+"""LightningModule for binary MIL: [instance encoder] -> projection (linear | MAMMOTH) -> aggregator -> bag logit.
+
+MAMMOTH: "Mixture of Mini Experts: Overcoming the Linear Layer Bottleneck in Multiple Instance Learning" (ICLR 2026);
+aggregators after Ilse, Tomczak & Welling, "Attention-based Deep Multiple Instance Learning" (ICML 2018,
+arXiv 1802.04712) and the papers cited in :mod:`zoo_tasks.mil.aggregators`.
+"""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytorch_lightning as pl
@@ -12,14 +18,45 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics.classification import BinaryAccuracy, BinaryAUROC
 
-from zoo.errors import ConfigError
+from zoo.errors import ConfigError, ZooError
+from zoo.moe import ROUTERS as ALL_ROUTERS
+from zoo.moe.routing import Routing
 from zoo.registry import repository_root
 from zoo_tasks.mil.aggregators import make_aggregator
 from zoo_tasks.mil.encoders import DigitsEncoder
-from zoo_tasks.mil.mammoth import Mammoth
+from zoo_tasks.mil.mammoth import ROUTERS, Mammoth
 
 PROJECTIONS = ("linear", "mammoth", "mammoth_pkg")
 ENCODERS = ("none", "digits_cnn")
+
+
+class MILOutput(NamedTuple):
+    """:meth:`MILModule.forward`'s result: bag ``logits`` (B,), per-instance ``scores`` (B, N) or None (attention or
+    instance logits, for plots), ``routing`` {layer name: Routing} (empty without a mixture, and for the published
+    package, which exposes no combine weights), ``dispatch``: per-bag (n_i, E, H, S) dispatch weights of the real
+    instances, or None for the linear layer."""
+
+    logits: Tensor
+    scores: Tensor | None
+    routing: dict[str, Routing]
+    dispatch: list[Tensor] | None
+
+
+def _check_router(router: str, router_kwargs: dict | None) -> None:
+    """MAMMOTH's Soft-MoE slots are its router: only ``ROUTERS`` (``"soft"``) applies, without router_kwargs."""
+    if router not in ALL_ROUTERS:
+        raise ConfigError(f"model.router: unknown router {router!r}; valid: {', '.join(sorted(ALL_ROUTERS))}")
+    if router not in ROUTERS:
+        raise ConfigError(
+            f"model.router: router {router!r} cannot route MAMMOTH's Soft-MoE slots (every instance reaches every "
+            f"expert through softmax-weighted slots; there is no per-token expert choice to make); routers that "
+            f"apply: {', '.join(ROUTERS)}"
+        )
+    if router_kwargs:
+        raise ConfigError(
+            f"model.router_kwargs: MAMMOTH's slot router takes no arguments, got {sorted(router_kwargs)} "
+            "(its size is set by num_experts, num_slots, num_heads, slot_dim)"
+        )
 
 
 class MILModule(pl.LightningModule):
@@ -30,9 +67,18 @@ class MILModule(pl.LightningModule):
     ``"mammoth_pkg"`` is the published ``mammoth-moe`` module (:class:`zoo_tasks.mil.mammoth_pkg.PackageMammoth`).
     The aggregator is one of ``zoo_tasks.mil.aggregators.AGGREGATORS`` (mean, max, abmil, gated_abmil, dsmil).
 
+    ``router`` is the ``zoo.moe`` router name of the mixture; MAMMOTH's Soft-MoE slots are their own router, so
+    only ``"soft"`` applies (any other name, or ``router_kwargs``, raises ConfigError).
+
     Batches are dicts from :mod:`zoo_tasks.mil.mil_data`: ``x`` (B, N, in_dim), ``mask`` (B, N), ``y`` (B,).
-    Logs ``train/loss`` and ``test/{loss,acc,auc}`` (bag level). No model selection: the last epoch is tested.
+    Logs ``train/loss``, ``val/{loss,acc,auc}`` when the datamodule has validation bags, and ``test/{loss,acc,auc}``
+    (bag level). Steps return ``{"loss": ..., "routing": {"projection": Routing}}`` for the routing-stats callback.
+    The checkpoint kept as best is the one with the lowest ``val/loss`` (``checkpoint_monitor``); without
+    validation bags there is no model selection and the last epoch is tested (the benchmark's protocol).
     """
+
+    checkpoint_monitor = "val/loss"
+    checkpoint_mode = "min"
 
     def __init__(
         self,
@@ -51,11 +97,14 @@ class MILModule(pl.LightningModule):
         lr: float = 5e-4,
         weight_decay: float = 1e-4,
         plot_bags: int = 3,
+        router: str = "soft",
+        router_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
         if projection not in PROJECTIONS:
             raise ConfigError(f"unknown projection {projection!r}; valid: {', '.join(PROJECTIONS)}")
+        _check_router(router, router_kwargs)
         if encoder not in ENCODERS:
             raise ConfigError(f"unknown encoder {encoder!r}; valid: {', '.join(ENCODERS)}")
         self.encoder = DigitsEncoder() if encoder == "digits_cnn" else None
@@ -71,51 +120,72 @@ class MILModule(pl.LightningModule):
             self.projection = PackageMammoth(feat_dim, dim, dropout=dropout, **moe_args)
         self.aggregator = make_aggregator(aggregator, dim, dropout=aggregator_dropout)
         self.test_acc, self.test_auc = BinaryAccuracy(), BinaryAUROC()
+        self.val_acc, self.val_auc = BinaryAccuracy(), BinaryAUROC()
         self._epoch_start = 0.0
         self._epoch_times: list[float] = []
         self._plot_batch: dict[str, Tensor] | None = None
         self._plot_path: str | None = None
 
-    def forward(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor | None]:
-        """(B, N, in_dim), (B, N) bool -> bag logits (B,), instance scores (B, N) or None."""
+    def forward(self, x: Tensor, mask: Tensor) -> MILOutput:
+        """(B, N, in_dim), (B, N) bool -> :class:`MILOutput` (bag logits (B,), instance scores, routing, dispatch)."""
+        if x.shape[-1] != self.hparams.in_dim:
+            raise ZooError(
+                f"the bags have {x.shape[-1]} features per instance but model.in_dim is {self.hparams.in_dim}: "
+                f"set --model.init_args.in_dim {x.shape[-1]}"
+            )
         if self.encoder is not None:
             b, n, _ = x.shape
             x = self.encoder(x.reshape(b * n, -1)).reshape(b, n, -1)
+        routing: dict[str, Routing] = {}
+        dispatch = None
         if isinstance(self.projection, nn.Sequential):
             h = self.projection(x)
+        elif isinstance(self.projection, Mammoth):
+            h, routing["projection"], weights, _ = self.projection(x, mask)
+            dispatch = [weights[i, mask[i]].permute(0, 2, 1, 3).detach() for i in range(len(weights))]  # (n_i,E,H,S)
         else:
-            h = self.projection(x, mask)
-        return self.aggregator(h, mask)
+            h, dispatch = self.projection(x, mask)
+        logits, scores = self.aggregator(h, mask)
+        return MILOutput(logits, scores, routing, dispatch)
 
-    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
-        logits, _ = self(batch["x"], batch["mask"])
-        loss = F.binary_cross_entropy_with_logits(logits, batch["y"])
+    def setup(self, stage: str) -> None:
+        width = getattr(getattr(self.trainer, "datamodule", None), "in_dim", None)
+        if width is not None and width != self.hparams.in_dim:
+            raise ConfigError(
+                f"model.in_dim is {self.hparams.in_dim} but the bags have {width} features per instance: "
+                f"set --model.init_args.in_dim {width}"
+            )
+
+    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> dict:
+        out = self(batch["x"], batch["mask"])
+        loss = F.binary_cross_entropy_with_logits(out.logits, batch["y"])
         self.log("train/loss", loss, on_step=False, on_epoch=True, batch_size=len(batch["y"]))
-        return loss
+        return {"loss": loss, "routing": out.routing}
 
-    def test_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
-        logits, _ = self(batch["x"], batch["mask"])
+    def _evaluate(self, stage: str, batch: dict[str, Tensor], acc: BinaryAccuracy, auc: BinaryAUROC) -> MILOutput:
+        out = self(batch["x"], batch["mask"])
         y = batch["y"]
-        probs = torch.sigmoid(logits)
-        self.test_acc.update(probs, y.long())
-        self.test_auc.update(probs, y.long())
-        self.log("test/loss", F.binary_cross_entropy_with_logits(logits, y), batch_size=len(y))
-        self.log("test/acc", self.test_acc, batch_size=len(y))
-        self.log("test/auc", self.test_auc, batch_size=len(y))
-        if batch_idx == 0 and self.hparams.plot_bags > 0 and self.hparams.projection != "linear":
+        probs = torch.sigmoid(out.logits)
+        acc.update(probs, y.long())
+        auc.update(probs, y.long())
+        self.log(f"{stage}/loss", F.binary_cross_entropy_with_logits(out.logits, y), batch_size=len(y))
+        self.log(f"{stage}/acc", acc, batch_size=len(y))
+        self.log(f"{stage}/auc", auc, batch_size=len(y))
+        return out
+
+    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> dict:
+        return {"routing": self._evaluate("val", batch, self.val_acc, self.val_auc).routing}
+
+    def test_step(self, batch: dict[str, Tensor], batch_idx: int) -> dict:
+        out = self._evaluate("test", batch, self.test_acc, self.test_auc)
+        y = batch["y"]
+        if batch_idx == 0 and self.hparams.plot_bags > 0 and out.dispatch is not None:
             pos, neg = (y == 1).nonzero().flatten().tolist(), (y == 0).nonzero().flatten().tolist()
             pick = (pos[:1] + neg[:1] + pos[1:] + neg[1:])[: self.hparams.plot_bags]  # both classes when present
             self._plot_batch = {k: v[pick].cpu() for k, v in batch.items()}
-            self._plot_batch["probs"] = probs[pick].cpu()
-            dispatch = self._dispatch_per_bag(batch["mask"])
-            self._plot_batch["dispatch"] = [dispatch[i] for i in pick]
-
-    def _dispatch_per_bag(self, mask: Tensor) -> list[np.ndarray]:
-        """The last forward's dispatch weights as one (n_i, E, H, S) array per bag (real instances only)."""
-        dispatch = self.projection.last_dispatch
-        if isinstance(dispatch, list):
-            return [d.cpu().numpy() for d in dispatch]
-        return [dispatch[i, mask[i]].cpu().numpy() for i in range(dispatch.shape[0])]
+            self._plot_batch["probs"] = torch.sigmoid(out.logits)[pick].cpu()
+            self._plot_batch["dispatch"] = [out.dispatch[i].cpu().numpy() for i in pick]
+        return {"routing": out.routing}
 
     def on_test_end(self) -> None:
         if self._plot_batch is None or self.trainer is None:

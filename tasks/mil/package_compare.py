@@ -33,7 +33,7 @@ IN_DIMS = {"MUSK1": (166, "none"), "Elephant": (230, "none"), "Digits-bags": (64
 
 def _step(model: MILModule, optimizer: torch.optim.Optimizer, batch: dict) -> float:
     start = time.perf_counter()
-    logits, _ = model(batch["x"], batch["mask"])
+    logits = model(batch["x"], batch["mask"]).logits
     loss = F.binary_cross_entropy_with_logits(logits, batch["y"])
     optimizer.zero_grad()
     loss.backward()

@@ -34,11 +34,11 @@ def test_bag_permutation_invariance(musk1_batch, aggregator, projection):
     model = _model(aggregator, projection)
     x, mask = musk1_batch["x"], musk1_batch["mask"]
     with torch.no_grad():
-        logits, _ = model(x, mask)
+        logits = model(x, mask).logits
         for i in range(x.shape[0]):
             n = int(mask[i].sum())
             perm = torch.randperm(n, generator=torch.Generator().manual_seed(i))
-            shuffled, _ = model(x[i : i + 1, perm], mask[i : i + 1, :n])
+            shuffled = model(x[i : i + 1, perm], mask[i : i + 1, :n]).logits
             torch.testing.assert_close(shuffled, logits[i : i + 1], rtol=1e-4, atol=1e-5)
 
 

@@ -1,4 +1,5 @@
-"""MAMMOTH layer: Soft-MoE slot softmax axes, the parameter budget, padding, and equality with mammoth-moe."""
+"""MAMMOTH layer (tasks/mil/mammoth.py): Soft-MoE slot softmax axes and routing, the parameter budget, padding,
+and equality with the published mammoth-moe package."""
 
 from __future__ import annotations
 
@@ -26,14 +27,15 @@ def test_dispatch_sums_to_one_over_instances_and_combine_over_expert_slots():
     torch.manual_seed(0)
     layer = Mammoth(20, 16, num_experts=3, num_slots=2, num_heads=2, slot_dim=8).eval()
     x, mask = _padded_batch()
-    layer(x, mask)
-    dispatch, combine = layer.last_dispatch, layer.last_combine  # (B, N, E, H, S), (B, N, H, E*S)
-    torch.testing.assert_close(dispatch.sum(dim=1), torch.ones(3, 3, 2, 2))
+    _, routing, dispatch, combine = layer(x, mask)  # (B, N, H, E, S) each
+    torch.testing.assert_close(dispatch.sum(dim=1), torch.ones(3, 2, 3, 2))
     assert dispatch[~mask].abs().max() == 0  # padding is never dispatched to a slot
-    assert not torch.allclose(dispatch.sum(dim=2), torch.ones_like(dispatch.sum(dim=2)))  # not the expert axis
-    torch.testing.assert_close(combine[mask].sum(-1), torch.ones(int(mask.sum()), 2))
+    assert not torch.allclose(dispatch.sum(dim=3), torch.ones_like(dispatch.sum(dim=3)))  # not the expert axis
+    torch.testing.assert_close(combine[mask].sum((-2, -1)), torch.ones(int(mask.sum()), 2))
     assert combine[~mask].abs().max() == 0
     assert torch.all(dispatch[2, 0] == 1)  # one instance takes every slot's whole dispatch weight
+    assert routing.num_tokens == 21 and routing.num_experts == 3
+    torch.testing.assert_close(routing.router_probs()[mask.reshape(-1)].sum(-1), torch.ones(int(mask.sum())))
 
 
 @pytest.mark.parametrize("shared_down", [True, False])
@@ -60,7 +62,7 @@ def test_budget_too_small_and_bad_shapes_raise():
         Mammoth(8, 8, num_experts=30, num_slots=10, num_heads=4, slot_dim=64)
     with pytest.raises(ConfigError, match="divisible"):
         Mammoth(20, 18, num_heads=4)
-    with pytest.raises(ValueError, match="instance features"):
+    with pytest.raises(ConfigError, match="in_dim=20"):
         Mammoth(20, 16, num_experts=3, num_slots=2, num_heads=2, slot_dim=8)(torch.randn(2, 3, 21))
 
 
@@ -68,11 +70,11 @@ def test_padding_does_not_change_real_instances():
     torch.manual_seed(0)
     layer = Mammoth(20, 16, num_experts=3, num_slots=2, num_heads=2, slot_dim=8).eval()
     x, mask = _padded_batch()
-    batched = layer(x, mask)
+    batched = layer(x, mask).output
     for i in range(3):
-        alone = layer(x[i, mask[i]])
+        alone = layer(x[i, mask[i]]).output
         torch.testing.assert_close(batched[i, mask[i]], alone)
-        assert batched[i, ~mask[i]].abs().max() == 0 if (~mask[i]).any() else True
+    assert batched[~mask].abs().max() == 0
 
 
 def test_equals_published_mammoth_moe_with_the_same_weights():
@@ -106,5 +108,6 @@ def test_equals_published_mammoth_moe_with_the_same_weights():
         ours.expert_norm.copy_(theirs.expert_heads.norm.gamma)
     x = torch.randn(1, 9, 20)
     expected, dispatch = theirs(x, return_weights=True)
-    torch.testing.assert_close(ours(x), expected, rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(ours.last_dispatch, dispatch)
+    y, _, ours_dispatch, _ = ours(x)
+    torch.testing.assert_close(y, expected, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(ours_dispatch.permute(0, 1, 3, 2, 4), dispatch)  # theirs: (B, N, E, H, S)
