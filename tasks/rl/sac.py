@@ -1,4 +1,5 @@
-"""Soft Actor-Critic (Haarnoja et al. 2018) as a LightningModule, with SimBa / ScaleMoE / MLP networks.
+"""Soft Actor-Critic (Haarnoja et al. 2018, arXiv 1801.01290) as a LightningModule, with SimBa (Lee et al., ICLR
+2025, arXiv 2410.09754) / ScaleMoE (ICML 2026) / MLP networks.
 
 One ``training_step`` = one agent step: observe, act (uniformly random for the first ``learning_starts`` steps),
 store the transition, then ``updates_per_step`` SAC updates on replay batches (SimBa's update-to-data ratio 2).
@@ -9,7 +10,11 @@ Each update follows the SimBa reference (SonyResearch/simba, ``scale_rl/agents/s
 3. critic:       ``L_Q = sum_i E[(Q_i(s, a) - y)^2]``, ``y = r + gamma (1 - terminated) (min_i Q'_i(s', a') -
                  alpha log pi(a'|s'))``, a' ~ pi(.|s') from the just-updated actor, Q' the target critic;
 4. target:       ``theta' <- (1 - tau) theta' + tau theta``.
-MoE networks add their routers' aux losses (``aux_weights``, default Switch load balance 0.01) to L_pi and L_Q.
+MoE networks add their gates' aux losses (``aux_weights``, default Switch load balance 0.01, weighted by
+``zoo.moe.weighted_aux_loss``) to L_pi and L_Q; each critic's gate adds its own (L_Q sums over the critics).
+The gates' routings are values the update collects: ``training_step`` returns ``{"loss": L_Q, "routing":
+{"actor": ..., "critic": ...}}`` of its last update (for the routing-stats callback), and every update's routing is
+accumulated in a ``zoo.moe.RoutingSummary`` (checkpointed; stored in the record as the training load).
 
 Observations are normalised by running statistics updated on every observed state (SimBa). Evaluation acts
 greedily (``tanh(mean)``), ``eval_episodes`` episodes every ``eval_every`` environment steps (``val/return``),
@@ -17,7 +22,7 @@ and once more on the final policy (``test/return``).
 
 A run is resumable mid-training: ``last.ckpt`` is rewritten every ``checkpoint_every_s`` seconds
 (``zoo.callbacks.PeriodicCheckpoint``) and holds the networks, optimisers, temperature, observation statistics,
-step counter, replay buffer, evaluation curve and routing counts. A resumed run continues from that agent step
+step counter, replay buffer, evaluation curve and routing summary. A resumed run continues from that agent step
 with the same buffer; only the episode in progress when the checkpoint was written is dropped (the environment
 starts a new one), since dm-control's task state is not part of the checkpoint.
 """
@@ -25,9 +30,11 @@ starts a new one), since dm-control's task state is not part of the checkpoint.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import os
 import time
+from typing import NamedTuple
 
 import numpy as np
 import pytorch_lightning as pl
@@ -37,9 +44,10 @@ from torch import Tensor
 
 from zoo.callbacks.periodic_checkpoint import PeriodicCheckpoint
 from zoo.errors import ConfigError
-from zoo.moe.stats import routing_stats
+from zoo.moe import LayerSummary, Routing, RoutingSummary, require_router, routing_summary, weighted_aux_loss
+from zoo.moe.weighting import check_aux_weights
 from zoo.nn.running_mean_std import RunningMeanStd
-from zoo_tasks.rl.networks import ARCHITECTURES, make_actor, make_critic
+from zoo_tasks.rl.networks import ARCHITECTURES, GATE, GATE_NEEDS, check_moe_settings, make_actor, make_critic
 from zoo_tasks.rl.replay import Batch, ReplayBuffer
 
 
@@ -56,6 +64,14 @@ def tanh_normal_sample(mean: Tensor, log_std: Tensor, temperature: float = 1.0) 
     return torch.tanh(u), log_prob
 
 
+class UpdateOutput(NamedTuple):
+    """What an update step returns: ``losses`` (name -> scalar tensor, for logging) and ``routing`` (gate name ->
+    `Routing` of the states it routed in this step; empty for dense networks)."""
+
+    losses: dict[str, Tensor]
+    routing: dict[str, Routing]
+
+
 class SACAgent(pl.LightningModule):
     """SAC agent whose actor and critic are ``architecture`` in ``mlp | simba | scalemoe-output | scalemoe-feature``.
 
@@ -63,7 +79,8 @@ class SACAgent(pl.LightningModule):
     weight decay 1e-2, initial temperature 0.01, target entropy -|A|/2, tau 0.005, gamma 0.99, batch 256,
     5000 random steps, one critic on the DeepMind Control Suite (``num_q=1``: the reference enables clipped
     double-Q only for episodic tasks). ScaleMoE experts have width ``*_expert_hidden``, or, when None, the width
-    that gives a state the same active parameters as the dense SimBa network of width ``*_hidden``.
+    that gives a state the same active parameters as the dense SimBa network of width ``*_hidden``; their gates
+    are ``zoo.moe.make_router(router, obs_dim, num_experts, top_k=top_k, **router_kwargs)`` (ScaleMoE: topk).
     Needs a ``DMControlDataModule`` (the environment); networks are built in ``setup`` once its spaces are known.
     """
 
@@ -76,6 +93,8 @@ class SACAgent(pl.LightningModule):
         critic_blocks: int = 2,
         num_experts: int = 8,
         top_k: int = 2,
+        router: str = "topk",
+        router_kwargs: dict | None = None,
         actor_expert_hidden: int | None = None,
         critic_expert_hidden: int | None = None,
         num_q: int = 1,
@@ -101,9 +120,15 @@ class SACAgent(pl.LightningModule):
             raise ConfigError(f"num_q must be >= 1, got {num_q}")
         if checkpoint_every_s < 0:
             raise ConfigError(f"checkpoint_every_s must be >= 0 (0: no mid-run checkpoints), got {checkpoint_every_s}")
+        for key, value, least in (("batch_size", batch_size, 1), ("buffer_capacity", buffer_capacity, 1)):
+            if value < least:
+                raise ConfigError(f"{key} must be >= {least}, got {value}")
+        if architecture.startswith("scalemoe"):  # a bad gate fails when the config is read, not at setup
+            check_moe_settings(num_experts, top_k)
+            require_router(router, GATE, GATE_NEEDS)
         self.save_hyperparameters()
         self.automatic_optimization = False
-        self.aux_weights = {"load_balance": 0.01} if aux_weights is None else dict(aux_weights)
+        self.aux_weights = check_aux_weights({"load_balance": 0.01} if aux_weights is None else aux_weights)
         self.actor = None
         self.env = self.eval_env = self.buffer = None
         self.register_buffer("agent_steps", torch.zeros((), dtype=torch.long))
@@ -117,7 +142,7 @@ class SACAgent(pl.LightningModule):
         if self.actor is not None:
             return
         hp = self.hparams
-        moe = dict(num_experts=hp.num_experts, top_k=hp.top_k)
+        moe = dict(num_experts=hp.num_experts, top_k=hp.top_k, router=hp.router, router_kwargs=hp.router_kwargs)
         self.obs_dim, self.act_dim = obs_dim, act_dim
         self.actor = make_actor(
             hp.architecture,
@@ -142,7 +167,7 @@ class SACAgent(pl.LightningModule):
         self.obs_norm = RunningMeanStd(obs_dim)
         self.log_alpha = torch.nn.Parameter(torch.tensor(math.log(hp.initial_temperature)))
         self.target_entropy = hp.target_entropy_coef * act_dim
-        self.usage = {"actor": torch.zeros(hp.num_experts), "critic": torch.zeros(hp.num_experts)}
+        self.train_routing = RoutingSummary()  # every update's gates, accumulated
 
     def setup(self, stage: str) -> None:
         from zoo_tasks.rl.data import DMControlDataModule
@@ -171,7 +196,7 @@ class SACAgent(pl.LightningModule):
             checkpoint["replay_buffer"] = self.buffer.state_dict()
         checkpoint["sac_progress"] = {
             "eval_history": [[s, r] for s, r in self.eval_history],
-            "usage": dict(self.usage),
+            "train_routing": {name: dataclasses.asdict(s) for name, s in self.train_routing.layers.items()},
             "timing": self._timing_so_far(),
         }
 
@@ -181,7 +206,8 @@ class SACAgent(pl.LightningModule):
         progress = checkpoint.get("sac_progress")
         if progress is not None:
             self.eval_history = [(int(s), float(r)) for s, r in progress["eval_history"]]
-            self.usage = {k: v.clone() for k, v in progress["usage"].items()}
+            layers = progress.get("train_routing", {})  # absent in checkpoints of older versions
+            self.train_routing = RoutingSummary({name: LayerSummary(**s) for name, s in layers.items()})
             self._timing = dict(progress["timing"])
 
     def configure_optimizers(self):
@@ -198,7 +224,7 @@ class SACAgent(pl.LightningModule):
     @torch.no_grad()
     def act(self, obs: np.ndarray, deterministic: bool) -> np.ndarray:
         """One action in [-1, 1] for one raw observation: a policy sample, or ``tanh(mean)`` when deterministic."""
-        mean, log_std = self.actor(self.normalize(torch.as_tensor(obs, dtype=torch.float32)[None]))
+        mean, log_std, _ = self.actor(self.normalize(torch.as_tensor(obs, dtype=torch.float32)[None]))
         action = torch.tanh(mean) if deterministic else tanh_normal_sample(mean, log_std)[0]
         return action[0].numpy()
 
@@ -217,59 +243,62 @@ class SACAgent(pl.LightningModule):
         return returns
 
     # ----------------------------------------------------------------------------------------------- updates
-    def _aux_loss(self, routings) -> Tensor:
+    def _aux_loss(self, routings: tuple[Routing, ...]) -> Tensor:
+        """The gates' weighted aux losses, summed over gates (one per network: each adds its own)."""
         loss = torch.zeros(())
         for routing in routings:
-            for name, weight in self.aux_weights.items():
-                if weight:
-                    loss = loss + weight * routing.aux[name]
+            loss = loss + weighted_aux_loss(routing, self.aux_weights)
         return loss
 
-    def update_actor_and_temperature(self, obs: Tensor) -> dict[str, Tensor]:
+    def critic_names(self) -> list[str]:
+        """Names of the critics' gates in routings and summaries: "critic", or "critic.i" for an ensemble."""
+        n = len(self.critic.critics)
+        return ["critic"] if n == 1 else [f"critic.{i}" for i in range(n)]
+
+    def update_actor_and_temperature(self, obs: Tensor) -> UpdateOutput:
         """Steps 1-2: actor on ``E[alpha log pi - min_i Q_i]`` (critic frozen), then the temperature."""
         actor_opt, _, temp_opt = self.optimizers()
         alpha = self.log_alpha.exp().detach()
-        action, log_prob = tanh_normal_sample(*self.actor(obs))
-        actor_routing = self.actor.last_routing
+        policy = self.actor(obs)
+        action, log_prob = tanh_normal_sample(policy.mean, policy.log_std)
         self.critic.requires_grad_(False)  # gradients flow through Q into the action only
-        q = self.critic(obs, action).min(0).values
+        q = self.critic(obs, action).q.min(0).values
         self.critic.requires_grad_(True)
-        aux = self._aux_loss([actor_routing] if actor_routing is not None else [])
+        routing = {} if policy.routing is None else {"actor": policy.routing}
+        aux = self._aux_loss(tuple(routing.values()))
         actor_loss = (alpha * log_prob - q).mean() + aux
         actor_opt.zero_grad()
         self.manual_backward(actor_loss)
         actor_opt.step()
-        if actor_routing is not None:
-            self.usage["actor"] += actor_routing.expert_counts().float()
 
         entropy = -log_prob.detach().mean()
         temp_loss = self.log_alpha.exp() * (entropy - self.target_entropy)
         temp_opt.zero_grad()
         self.manual_backward(temp_loss)
         temp_opt.step()
-        return {"actor_loss": actor_loss, "actor_aux": aux, "entropy": entropy, "temperature_loss": temp_loss}
+        losses = {"actor_loss": actor_loss, "actor_aux": aux, "entropy": entropy, "temperature_loss": temp_loss}
+        return UpdateOutput(losses, routing)
 
     def update_critic(
         self, obs: Tensor, action: Tensor, reward: Tensor, next_obs: Tensor, terminated: Tensor
-    ) -> dict[str, Tensor]:
+    ) -> UpdateOutput:
         """Step 3: regress every Q_i on the soft clipped target from the target critic."""
         _, critic_opt, _ = self.optimizers()
         hp = self.hparams
         with torch.no_grad():
             alpha = self.log_alpha.exp()
-            next_action, next_log_prob = tanh_normal_sample(*self.actor(next_obs))
-            next_q = self.target_critic(next_obs, next_action).min(0).values
+            next_policy = self.actor(next_obs)
+            next_action, next_log_prob = tanh_normal_sample(next_policy.mean, next_policy.log_std)
+            next_q = self.target_critic(next_obs, next_action).q.min(0).values
             target = reward + hp.gamma * (1.0 - terminated) * (next_q - alpha * next_log_prob)
-        q = self.critic(obs, action)  # (num_q, B)
-        routings = self.critic.routings()
+        q, routings = self.critic(obs, action)  # (num_q, B), one routing per MoE critic
         aux = self._aux_loss(routings)
         critic_loss = (q - target).square().sum(0).mean() + aux
         critic_opt.zero_grad()
         self.manual_backward(critic_loss)
         critic_opt.step()
-        for routing in routings:
-            self.usage["critic"] += routing.expert_counts().float()
-        return {"critic_loss": critic_loss, "critic_aux": aux, "q_mean": q.mean().detach()}
+        losses = {"critic_loss": critic_loss, "critic_aux": aux, "q_mean": q.mean().detach()}
+        return UpdateOutput(losses, dict(zip(self.critic_names(), routings)))
 
     @torch.no_grad()
     def update_target(self) -> None:
@@ -277,16 +306,20 @@ class SACAgent(pl.LightningModule):
         for target, online in zip(self.target_critic.parameters(), self.critic.parameters()):
             target.lerp_(online, self.hparams.tau)
 
-    def update(self, batch: Batch) -> dict[str, Tensor]:
-        """One full SAC update on a replay batch (steps 1-4)."""
+    def update(self, batch: Batch) -> UpdateOutput:
+        """One full SAC update on a replay batch (steps 1-4); its gates' routings (detached) join the training
+        summary."""
         start = time.perf_counter()
         obs, next_obs = self.normalize(batch.obs), self.normalize(batch.next_obs)
-        info = self.update_actor_and_temperature(obs)
-        info |= self.update_critic(obs, batch.action, batch.reward, next_obs, batch.terminated)
+        actor = self.update_actor_and_temperature(obs)
+        critic = self.update_critic(obs, batch.action, batch.reward, next_obs, batch.terminated)
         self.update_target()
+        routing = {name: r.detach() for name, r in (actor.routing | critic.routing).items()}
+        if routing:
+            self.train_routing.add(routing)
         self._timing["update_s"] += time.perf_counter() - start
         self._timing["updates"] += 1
-        return info
+        return UpdateOutput(actor.losses | critic.losses, routing)
 
     # ----------------------------------------------------------------------------------------------- loop
     def env_steps(self) -> int:
@@ -304,7 +337,10 @@ class SACAgent(pl.LightningModule):
         # The budget is the step counter, not the batch index: a resumed run's dataloader starts again at 0.
         return -1 if int(self.agent_steps) >= self.dm.agent_steps else None
 
-    def training_step(self, step, batch_idx: int) -> None:
+    def training_step(self, step, batch_idx: int) -> dict | None:
+        """One agent step (act, store, ``updates_per_step`` updates once the buffer holds ``learning_starts``).
+        Returns ``{"loss": critic loss, "routing": {gate: Routing}}`` of the step's last update, None before the
+        first update (or a dense network's ``{"loss": ...}`` without routing)."""
         hp = self.hparams
         obs = torch.as_tensor(self._obs, dtype=torch.float32)
         if hp.normalize_observations:
@@ -323,13 +359,15 @@ class SACAgent(pl.LightningModule):
             self._obs, _ = self.env.reset()
             self._episode_return = 0.0
 
-        if len(self.buffer) >= hp.learning_starts:
+        result = None
+        if len(self.buffer) >= hp.learning_starts and hp.updates_per_step > 0:
             for _ in range(hp.updates_per_step):
-                info = self.update(self.buffer.sample(hp.batch_size))
+                losses, routing = self.update(self.buffer.sample(hp.batch_size))
             if int(self.agent_steps) % hp.log_every == 0:
-                metrics = {f"train/{k}": float(v.detach()) for k, v in info.items()}
+                metrics = {f"train/{k}": float(v.detach()) for k, v in losses.items()}
                 metrics["train/temperature"] = float(self.log_alpha.detach().exp())
                 self._log_to_loggers(metrics)
+            result = {"loss": losses["critic_loss"].detach()} | ({"routing": routing} if routing else {})
 
         env_steps = self.env_steps()
         if self.dm.eval_every and env_steps % self.dm.eval_every == 0:
@@ -337,6 +375,7 @@ class SACAgent(pl.LightningModule):
             self.eval_history.append((env_steps, mean_return))
             self._log_to_loggers({"val/return": mean_return})
             self.log("val/return", mean_return, on_step=True, on_epoch=False, logger=False, batch_size=1)
+        return result
 
     def _timing_so_far(self) -> dict:
         """``_timing`` with the fit in progress (since ``on_train_start``) added to its time and env steps."""
@@ -401,20 +440,25 @@ class SACAgent(pl.LightningModule):
         return counts
 
     @torch.no_grad()
-    def routing_summary(self, num_states: int = 1024) -> dict:
-        """Routing of actor and critic: expert load accumulated over all updates, and ``zoo.moe.routing_stats``
-        of the gates on ``num_states`` replayed states (router entropy, load entropy, dead experts)."""
+    def routing_report(self, num_states: int = 1024) -> dict:
+        """Routing of every gate for the record: ``zoo.moe.routing_summary`` of the final gates on ``num_states``
+        replayed states (router entropy, load, load entropy, dead experts), plus ``training_load``, the expert
+        load over all updates (the accumulated ``train_routing``)."""
         if not hasattr(self.actor, "router") or self.buffer is None or len(self.buffer) == 0:
             return {}
         obs = self.normalize(self.buffer.sample(num_states).obs)
-        summary = {}
-        for name, router in (("actor", self.actor.router), ("critic", self.critic.critics[0].router)):
-            stats = routing_stats(router(obs), self.hparams.num_experts)
-            stats = {k: (v.tolist() if isinstance(v, Tensor) else v) for k, v in stats.items()}
-            usage = self.usage[name]
-            stats["training_load"] = (usage / usage.sum().clamp_min(1)).tolist()
-            summary[name] = stats
-        return summary
+        routers = [self.actor.router] + [c.router for c in self.critic.critics]
+        names = ["actor", *self.critic_names()]
+        modes = [router.training for router in routers]
+        for router in routers:  # the deployed gates: no routing noise, no balancing-bias step while measuring
+            router.eval()
+        report = routing_summary({name: router(obs) for name, router in zip(names, routers)}).to_dict()
+        for router, mode in zip(routers, modes):
+            router.train(mode)
+        for name, stats in report.items():
+            trained = self.train_routing.layers.get(name)
+            stats["training_load"] = trained.load if trained is not None else []
+        return report
 
     def extra_results(self) -> dict:
         """Run diagnostics stored in the leaderboard record: speed, parameters, evaluation curve, routing."""
@@ -431,5 +475,5 @@ class SACAgent(pl.LightningModule):
             "returns_png": os.path.join(self._out_dir(), "returns.png")
             if self.eval_history and self._out_dir()
             else None,
-            "routing": self.routing_summary(),
+            "routing": self.routing_report(),
         }

@@ -23,8 +23,7 @@ def test_moe_actor_gating_shapes_and_mixture(gating):
     B, obs_dim, A, E, K = 32, 5, 2, 4, 2
     actor = MoEActor(obs_dim, A, hidden=16, num_blocks=1, num_experts=E, top_k=K, gating=gating)
     obs = torch.randn(B, obs_dim)
-    mean, log_std = actor(obs)
-    routing = actor.last_routing
+    mean, log_std, routing = actor(obs)
     assert mean.shape == log_std.shape == (B, A)
     assert routing.indices.shape == routing.weights.shape == (B, K) and routing.logits.shape == (B, E)
     torch.testing.assert_close(routing.weights.sum(-1), torch.ones(B))
@@ -54,12 +53,12 @@ def test_moe_critic_gates_on_state_and_mixes_q(gating):
     B, obs_dim, A, E, K = 16, 5, 2, 4, 2
     critic = MoECritic(obs_dim, A, hidden=16, num_blocks=2, num_experts=E, top_k=K, gating=gating)
     obs, act = torch.randn(B, obs_dim), torch.rand(B, A) * 2 - 1
-    q = critic(obs, act)
+    q, routing = critic(obs, act)
     assert q.shape == (B,)
-    routing = critic.last_routing
     assert routing.indices.shape == (B, K)
-    torch.testing.assert_close(critic(obs, -act) * 0, q * 0)  # different actions, same routing (gate reads s)
-    assert torch.equal(critic.last_routing.indices, routing.indices)
+    q_other, routing_other = critic(obs, -act)  # other actions: other Q-values, same routing (the gate reads s)
+    assert not torch.allclose(q_other, q)
+    assert torch.equal(routing_other.indices, routing.indices) and torch.equal(routing_other.weights, routing.weights)
     w = routing.dense_weights()
     per_expert = critic.experts.forward_dense(torch.cat([obs, act], -1))
     expect = (

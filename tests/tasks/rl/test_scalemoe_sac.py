@@ -9,6 +9,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import ModelCheckpoint
 
+from zoo.callbacks.routing_stats import RoutingStatsCallback
 from zoo.errors import ConfigError
 from zoo_tasks.rl.data import DMControlDataModule
 from zoo_tasks.rl.sac import SACAgent, tanh_normal_sample
@@ -16,7 +17,7 @@ from zoo_tasks.rl.sac import SACAgent, tanh_normal_sample
 TINY = dict(actor_hidden=16, critic_hidden=16, critic_blocks=1, num_experts=4, top_k=2, batch_size=32)
 
 
-def _fit(tmp_path, env_steps, learning_starts, architecture="scalemoe-output", eval_every=0, **kwargs):
+def _fit(tmp_path, env_steps, learning_starts, architecture="scalemoe-output", eval_every=0, callbacks=(), **kwargs):
     pl.seed_everything(0)
     agent = SACAgent(architecture=architecture, learning_starts=learning_starts, log_every=10, **TINY, **kwargs)
     data = DMControlDataModule("cartpole-swingup", env_steps=env_steps, eval_every=eval_every, eval_episodes=1)
@@ -26,6 +27,7 @@ def _fit(tmp_path, env_steps, learning_starts, architecture="scalemoe-output", e
         enable_progress_bar=False,
         enable_model_summary=False,
         enable_checkpointing=False,
+        callbacks=list(callbacks),
     )
     trainer.fit(agent, data)
     return agent, data, trainer
@@ -53,7 +55,11 @@ def test_critic_update_changes_critic_only(idle_agent):
     actor, critic, target = _snapshot(agent.actor), _snapshot(agent.critic), _snapshot(agent.target_critic)
     alpha = agent.log_alpha.detach().clone()
     obs, next_obs = agent.normalize(batch.obs), agent.normalize(batch.next_obs)
-    agent.update_critic(obs, batch.action, batch.reward, next_obs, batch.terminated)
+    info, routing = agent.update_critic(obs, batch.action, batch.reward, next_obs, batch.terminated)
+    assert list(routing) == ["critic.0", "critic.1"] == agent.critic_names()
+    # each critic's gate adds its own aux loss (L_Q sums over the critics)
+    expect = sum(0.01 * float(r.aux["load_balance"]) for r in routing.values())
+    assert float(info["critic_aux"]) == pytest.approx(expect, rel=1e-6) and expect > 0
     assert not any(_changed(agent.actor, actor))
     assert not any(_changed(agent.target_critic, target))
     assert torch.equal(agent.log_alpha.detach(), alpha)
@@ -78,7 +84,7 @@ def test_actor_update_changes_actor_and_temperature_not_critic(idle_agent):
     actor, critic, target = _snapshot(agent.actor), _snapshot(agent.critic), _snapshot(agent.target_critic)
     alpha = agent.log_alpha.detach().clone()
     agent.critic.zero_grad(set_to_none=True)
-    info = agent.update_actor_and_temperature(obs)
+    info, routing = agent.update_actor_and_temperature(obs)
     assert all(_changed(agent.actor, actor))
     assert not any(_changed(agent.critic, critic)) and not any(_changed(agent.target_critic, target))
     assert all(p.grad is None for p in agent.critic.parameters())  # critic was frozen
@@ -86,6 +92,7 @@ def test_actor_update_changes_actor_and_temperature_not_critic(idle_agent):
     direction = math.copysign(1.0, agent.target_entropy - float(info["entropy"]))
     assert (agent.log_alpha.detach() - alpha).item() * direction > 0
     assert float(info["actor_aux"]) > 0  # the gate's load-balance loss is part of the actor loss
+    assert list(routing) == ["actor"] and routing["actor"].num_tokens == 32
 
 
 def test_agent_needs_the_dmc_datamodule():
@@ -102,9 +109,41 @@ def test_agent_needs_the_dmc_datamodule():
         SACAgent(checkpoint_every_s=-1)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(router="topp"), r"unknown router 'topp'; valid: .*topk"),
+        (dict(router="expert_choice"), r"router 'expert_choice' cannot route ScaleMoE's per-state gate.*topk"),
+        (dict(top_k=9), r"top_k must be in \[1, num_experts=8\]"),
+        (dict(num_experts=0, top_k=0), "num_experts must be >= 1"),
+        (dict(aux_weights={"load_balence": 0.01}), r"aux_weights: unknown aux loss \['load_balence'\].*load_balance"),
+        (dict(batch_size=0), "batch_size must be >= 1"),
+        (dict(buffer_capacity=0), "buffer_capacity must be >= 1"),
+        (dict(num_q=0), "num_q must be >= 1"),
+    ],
+)
+def test_bad_agent_settings_fail_when_the_config_is_read(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        SACAgent(architecture="scalemoe-output", **kwargs)
+
+
+def test_router_kwargs_reach_both_gates_and_unknown_ones_are_named():
+    agent = SACAgent(architecture="scalemoe-feature", router="noisy_topk", router_kwargs={"noise_eps": 0.5}, **TINY)
+    agent.build(obs_dim=5, act_dim=1)
+    gates = [agent.actor.router, *(c.router for c in agent.critic.critics)]
+    assert [type(g).__name__ for g in gates] == ["NoisyTopKRouter", "NoisyTopKRouter"]
+    assert all(g.noise_eps == 0.5 for g in gates)
+    agent = SACAgent(architecture="scalemoe-feature", router_kwargs={"noise_eps": 0.5}, **TINY)
+    with pytest.raises(ConfigError, match=r"router_kwargs: router 'topk' takes no \['noise_eps'\]"):
+        agent.build(obs_dim=5, act_dim=1)
+
+
 def test_lightning_fit_runs_the_environment_updates_and_evaluates(tmp_path):
     architecture = "scalemoe-feature"
-    agent, data, trainer = _fit(tmp_path, env_steps=400, learning_starts=50, architecture=architecture, eval_every=200)
+    stats = RoutingStatsCallback(heatmaps=False)
+    agent, data, trainer = _fit(
+        tmp_path, env_steps=400, learning_starts=50, architecture=architecture, eval_every=200, callbacks=[stats]
+    )
     assert int(agent.agent_steps) == 200 and agent.env_steps() == 400
     assert agent._timing["updates"] == (200 - 50 + 1) * 2  # UTD 2 from the step the buffer holds 50
     assert [s for s, _ in agent.eval_history] == [200, 400]  # val/return at fixed intervals
@@ -120,6 +159,9 @@ def test_lightning_fit_runs_the_environment_updates_and_evaluates(tmp_path):
         routing = extra["routing"][net]
         assert len(routing["load"]) == 4 and abs(sum(routing["training_load"]) - 1) < 1e-5
         assert 0 <= routing["load_entropy"] <= 1
+        # every update's gate joined the training summary; each training step handed its last one to the callback
+        assert agent.train_routing.layers[net].tokens == agent._timing["updates"] * 32
+        assert stats.summary_dict()["train"][net]["tokens"] == (200 - 50 + 1) * 32
     state = agent.state_dict()
     torch.save(state, tmp_path / "w.pt")
     assert torch.load(tmp_path / "w.pt", weights_only=True).keys() == state.keys()
@@ -141,7 +183,8 @@ class _KillAtStep(pl.Callback):
 
 def _resumable_fit(tmp_path, kill_at=None, ckpt_path=None):
     pl.seed_everything(0)
-    agent = SACAgent(learning_starts=40, log_every=10, checkpoint_every_s=1e-9, **TINY)  # save after every step
+    # save after every step
+    agent = SACAgent("scalemoe-output", learning_starts=40, log_every=10, checkpoint_every_s=1e-9, **TINY)
     data = DMControlDataModule("cartpole-swingup", env_steps=240, eval_every=80, eval_episodes=1)
     callbacks = [ModelCheckpoint(dirpath=tmp_path / "checkpoints", save_last=True)]
     trainer = pl.Trainer(
@@ -169,6 +212,7 @@ def test_killed_run_resumes_with_its_replay_buffer_and_step_counter(tmp_path):
     assert [s for s, _ in saved["sac_progress"]["eval_history"]] == [80]  # the curve so far is kept
     updates_before = saved["sac_progress"]["timing"]["updates"]
     assert updates_before == (steps - 40 + 1) * 2
+    assert saved["sac_progress"]["train_routing"]["actor"]["tokens"] == updates_before * 32  # routing summary too
     torch.testing.assert_close(saved["replay_buffer"]["obs"], killed.buffer.obs[:steps])
 
     resumed = _resumable_fit(tmp_path, ckpt_path=str(last))
@@ -178,6 +222,7 @@ def test_killed_run_resumes_with_its_replay_buffer_and_step_counter(tmp_path):
     assert resumed._timing["updates"] == updates_before + (120 - steps) * 2
     assert [s for s, _ in resumed.eval_history] == [80, 160, 240]
     assert resumed._timing["fit_env_steps"] == 240  # speed is measured over the whole run, both processes
+    assert resumed.train_routing.layers["critic"].tokens == resumed._timing["updates"] * 32
 
 
 def test_tanh_normal_log_prob_matches_torch_distributions():
