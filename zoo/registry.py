@@ -30,7 +30,7 @@ class BenchmarkRow:
     """One cell group of a task's leaderboard table: a config run for each seed (or fold) and tested.
 
     Attributes:
-        method: column of the table, e.g. ``"seer"``, ``"dense"``, ``"patchtst"``.
+        method: column of the table, e.g. ``"moe"``, ``"dense"``, ``"gcn"``.
         dataset: row of the table, e.g. ``"ETTh1/96"``.
         config: YAML config, relative to the task's ``config_dir``.
         overrides: extra ``--key value`` CLI arguments applied after the config.
@@ -85,6 +85,8 @@ class TaskSpec:
             this plugin registers (several tasks of one package may name the same catalog), or "".
         extra_tables: dotted path of ``fn(records) -> str`` returning extra markdown for the leaderboard
             page (robustness table, diagnostics), or "".
+        targets: claims judged on the records and shown on the page, as data: instances of the classes in
+            ``zoo.leaderboard.targets`` (``AtLeast``, ``BeatsOnAverage``, ``BeatsBestPublished``, ...).
         benchmarks: ``zoo bench NAME`` programs this task brings, NAME -> ``"package.module:function"``; the
             function takes the remaining argv (a list of str) and returns an exit code (or None).
     """
@@ -103,6 +105,7 @@ class TaskSpec:
     models: dict[str, str] = field(default_factory=dict)
     benchmarks: dict[str, str] = field(default_factory=dict)
     catalog: str = ""
+    targets: tuple = ()
 
     def config_path(self, relative: str = "") -> Path:
         """``relative`` (a config file, or "" for the folder) inside this task's ``config_dir``."""

@@ -7,7 +7,10 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from zoo.leaderboard.provenance import UNKNOWN, code_version
 from zoo.leaderboard.record import RunRecord
+from zoo.leaderboard.results_table import ResultTable
+from zoo.leaderboard.targets import targets_section
 from zoo.registry import BenchmarkRow, TaskSpec, load_object, repository_root
 
 
@@ -38,18 +41,6 @@ def mean_std(values: list[float]) -> str:
     return f"{fmt_number(mean)} ± {fmt_number(statistics.stdev(values))} (n={len(values)})"
 
 
-def _published_columns(rows: tuple[BenchmarkRow, ...], metric: str) -> dict[str, dict[str, float]]:
-    """Column label -> dataset -> published value. Keys ``"metric"`` belong to the row's own method,
-    ``"Name:metric"`` to a method we do not run (e.g. ``"iTransformer:test/mse"``)."""
-    columns: dict[str, dict[str, float]] = defaultdict(dict)
-    for row in rows:
-        for key, value in row.published.items():
-            owner, _, name = key.rpartition(":")
-            if name == metric:
-                columns[f"{owner or row.method} (published)"][row.dataset] = value
-    return columns
-
-
 def grouped_notes(rows: tuple[BenchmarkRow, ...]) -> list[str]:
     """One markdown bullet per distinct row note, naming the rows it applies to (in benchmark order).
 
@@ -74,19 +65,19 @@ def grouped_notes(rows: tuple[BenchmarkRow, ...]) -> list[str]:
     return bullets
 
 
-def render_task(spec: TaskSpec, records: list[RunRecord]) -> str:
-    """Markdown for ``leaderboard/<task>.md``: one table per metric plus wall time, provenance and notes."""
-    methods = list(dict.fromkeys(r.method for r in spec.benchmark))
-    datasets = list(dict.fromkeys(r.dataset for r in spec.benchmark))
-    for rec in records:
-        if rec.method not in methods:
-            methods.append(rec.method)
-        if rec.dataset not in datasets:
-            datasets.append(rec.dataset)
-    cells: dict[tuple[str, str], list[RunRecord]] = defaultdict(list)
-    for rec in records:
-        cells[(rec.dataset, rec.method)].append(rec)
+def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path | None = None) -> str:
+    """Markdown for ``leaderboard/<task>.md``, all of it from the records and the spec's declarations.
+
+    One table per metric (mean ± std (n) per cell, † for reduced settings, ◇ for a cell whose runs come from
+    different code versions, published numbers beside ours), wall time, the spec's targets judged on the records,
+    the routing summary of the MoE runs, the task's own figures (``extra_tables``), then the notes:
+    ``<leaderboard>/notes/<task>.md`` (run history and caveats, written by people) and provenance.
+    """
+    repo = repository_root()
+    table = ResultTable(spec.benchmark, records, spec.higher_is_better, lambda r: code_version(r, repo))
     metrics = list(spec.metrics) or sorted({m for r in records for m in r.metrics})
+    versions_of = {cell: table.code_versions(*cell) for cell in table.cells}
+    mixed = {cell for cell, v in versions_of.items() if len(set(v)) > 1 or any(x.startswith(UNKNOWN) for x in v)}
 
     lines = [
         f"# {spec.name}",
@@ -100,30 +91,44 @@ def render_task(spec: TaskSpec, records: list[RunRecord]) -> str:
     ]
     for metric in metrics:
         better = "higher" if metric in spec.higher_is_better else "lower"
-        published = _published_columns(spec.benchmark, metric)
-        header = ["dataset", *methods, *published]
+        published = table.published_columns(metric)
+        header = ["dataset", *table.methods, *(f"{m} (published)" for m in published)]
         lines += [f"## {metric} ({better} is better)", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        for ds in datasets:
+        for ds in table.datasets:
             row = [ds]
-            for method in methods:
-                recs = cells.get((ds, method), [])
+            for method in table.methods:
+                recs = table.records_of(method, ds)
                 text = mean_std([r.metrics.get(metric, math.nan) for r in recs]) if recs else "not run"
-                row.append(text + (" †" if any(r.reduced for r in recs) else ""))
-            row += [fmt_number(published[col][ds]) if ds in published[col] else "" for col in published]
+                text += " †" if table.reduced(method, ds) else ""
+                text += " ◇" if (method, ds) in mixed else ""
+                row.append(text)
+            for method in published:
+                value = table.published(method, ds, metric)
+                row.append("" if value is None else fmt_number(value))
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
+    if mixed:
+        lines += [
+            "◇ the runs of this cell come from different code versions, or some name a commit that does not hold "
+            "their task's code (written from an uncommitted tree), so the cell cannot be repeated as one version "
+            "from its records; re-running its rows at one commit removes the mark. Code version: the record's "
+            "source fingerprint, or for older records the git trees of the task's folder and `zoo/moe` at its "
+            "commit. Records of unknown code: "
+            + f"{sum(v.startswith(UNKNOWN) for vs in versions_of.values() for v in vs)} of {len(records)}.",
+            "",
+        ]
 
     lines += [
         "## Wall time per run (s)",
         "",
-        "| dataset | " + " | ".join(methods) + " |",
-        "|" + "---|" * (len(methods) + 1),
+        "| dataset | " + " | ".join(table.methods) + " |",
+        "|" + "---|" * (len(table.methods) + 1),
     ]
     partial_seen = False
-    for ds in datasets:
+    for ds in table.datasets:
         times = []
-        for m in methods:
-            recs = cells.get((ds, m), [])
+        for m in table.methods:
+            recs = table.records_of(m, ds)
             partial = any(_time_is_partial(r) for r in recs)
             partial_seen |= partial
             times.append((mean_std([r.wall_time_s for r in recs]) + (" ‡" if partial else "")) if recs else "")
@@ -136,19 +141,23 @@ def render_task(spec: TaskSpec, records: list[RunRecord]) -> str:
         ]
     lines.append("")
 
+    lines += targets_section(spec.targets, table)
+    lines += routing_section(table)
     if spec.extra_tables:
         extra = load_object(spec.extra_tables)(records)
         if extra:
             lines += [extra.rstrip(), ""]
 
+    notes_file = (leaderboard_dir or repository_root() / "leaderboard") / "notes" / f"{spec.name}.md"
     notes = grouped_notes(spec.benchmark)
     sources = sorted({r.published_source for r in spec.benchmark if r.published_source})
     versions = sorted({", ".join(f"{k} {v}" for k, v in r.versions.items()) for r in records})
     machines = sorted({f"{r.machine.get('cpu', '?')} ({r.machine.get('cores', '?')} cores)" for r in records})
     commits = sorted({r.commit[:12] for r in records if r.commit})
+    lines += ["## Notes", ""]
+    if notes_file.is_file():
+        lines += [notes_file.read_text().strip(), ""]
     lines += [
-        "## Notes",
-        "",
         *notes,
         "",
         "Published numbers: " + ("; ".join(sources) or "none"),
@@ -159,6 +168,38 @@ def render_task(spec: TaskSpec, records: list[RunRecord]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def routing_section(table: ResultTable) -> list[str]:
+    """Per (dataset, method, layer): the test-time routing summary of its runs (training's when no test stage was
+    recorded), averaged over runs. Empty when no record carries a routing summary."""
+    acc: dict[tuple[str, str, str, str], list[dict]] = defaultdict(list)
+    for (method, ds), recs in table.cells.items():
+        for rec in recs:
+            stage = "test" if "test" in rec.routing else next(iter(rec.routing), None)
+            for layer, summary in (rec.routing.get(stage) or {}).items() if stage else ():
+                acc[(ds, method, layer, stage)].append(summary)
+    if not acc:
+        return []
+    keys = ("entropy", "load_entropy", "max_over_mean_load", "dead_experts", "dropped_tokens")
+    lines = [
+        "## Routing",
+        "",
+        "From each run's routing summary (`zoo.moe.routing_summary`, the same code for every task): normalised "
+        "router entropy (1 = uniform), load entropy (1 = balanced), max/mean expert load, dead experts, dropped "
+        "tokens; mean over runs.",
+        "",
+        "| dataset | method | layer | stage | runs | " + " | ".join(keys) + " |",
+        "|---|---|---|---|---|" + "---|" * len(keys),
+    ]
+    for ds in table.datasets:
+        for method in table.methods:
+            for (d, m, layer, stage), summaries in acc.items():
+                if (d, m) != (ds, method):
+                    continue
+                cells = [fmt_value(finite_mean(s.get(k) for s in summaries), 2) for k in keys]
+                lines.append(f"| {ds} | {method} | {layer} | {stage} | {len(summaries)} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def _time_is_partial(record: RunRecord) -> bool:

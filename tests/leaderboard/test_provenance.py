@@ -1,0 +1,51 @@
+"""Code versions of records: equal task trees at two commits are one version; dirty or missing code is unknown."""
+
+from __future__ import annotations
+
+import subprocess
+
+from zoo.leaderboard.provenance import UNKNOWN, code_version
+from zoo.leaderboard.record import RunRecord
+
+
+def _git(repo, *args) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _commit(repo, files: dict[str, str], message: str) -> str:
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+def _rec(commit: str, class_path: str = "tasks.graphs.module.Net", source_hash: str = "") -> RunRecord:
+    return RunRecord(
+        task="t", method="m", dataset="d", metrics={}, seed=0, config={"model": {"class_path": class_path}},
+        versions={}, wall_time_s=0.0, commit=commit, machine={}, source_hash=source_hash,
+    )  # fmt: skip
+
+
+def test_versions_follow_the_task_and_core_trees(tmp_path):
+    _git(tmp_path, "init", "-q")
+    first = _commit(tmp_path, {"tasks/graphs/a.py": "1", "zoo/moe/x.py": "1"}, "one")
+    readme = _commit(tmp_path, {"README.md": "docs only"}, "two")
+    changed = _commit(tmp_path, {"tasks/graphs/a.py": "2"}, "three")
+    core = _commit(tmp_path, {"zoo/moe/x.py": "2"}, "four")
+    versions = [code_version(_rec(c), tmp_path) for c in (first, readme, changed, core)]
+    assert versions[0] == versions[1]  # a commit that touches neither folder is the same code
+    assert len(set(versions[1:])) == 3
+    # new-style class paths name the same folder
+    assert code_version(_rec(first, "zoo_tasks.graphs.module.Net"), tmp_path) == versions[0]
+
+
+def test_dirty_missing_and_fingerprinted_records(tmp_path):
+    _git(tmp_path, "init", "-q")
+    without = _commit(tmp_path, {"zoo/moe/x.py": "1"}, "core only")
+    assert code_version(_rec(without), tmp_path).startswith(UNKNOWN)  # the task's code was not committed
+    assert code_version(_rec(without + "+dirty"), tmp_path).startswith(UNKNOWN)
+    assert code_version(_rec(""), tmp_path).startswith(UNKNOWN)
+    assert code_version(_rec(without, source_hash="abc"), tmp_path) == "abc"

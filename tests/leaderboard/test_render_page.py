@@ -1,0 +1,51 @@
+"""A page is drawn from records and the spec's declarations only: marks, targets, routing and the notes file."""
+
+from __future__ import annotations
+
+from zoo.leaderboard.record import RunRecord
+from zoo.leaderboard.render import render_task
+from zoo.leaderboard.targets import AtLeast
+from zoo.registry import BenchmarkRow, TaskSpec
+
+
+def _rec(method, value, seed, source_hash, routing=None, reduced=False) -> RunRecord:
+    return RunRecord(
+        task="toy", method=method, dataset="A", metrics={"test/acc": value}, seed=seed, config={}, versions={},
+        wall_time_s=2.0, commit="c", machine={}, source_hash=source_hash, routing=routing or {}, reduced=reduced,
+    )  # fmt: skip
+
+
+SUMMARY = {"test": {"moe": {"entropy": 0.5, "load_entropy": 0.9, "max_over_mean_load": 1.5, "dead_experts": 1}}}
+
+
+def _spec() -> TaskSpec:
+    rows = (
+        BenchmarkRow("moe", "A", "x.yaml", published={"test/acc": 0.9}, published_source="Paper, Table 1"),
+        BenchmarkRow("dense", "A", "x.yaml", reduced=True, note="1 epoch"),
+    )
+    return TaskSpec(
+        name="toy", description="A toy.", model="m:M", datamodules={}, config_dir="", benchmark=rows,
+        metrics=("test/acc",), higher_is_better=("test/acc",), targets=(AtLeast("moe", "A", "test/acc", 0.85),),
+    )  # fmt: skip
+
+
+def test_page_marks_mixed_code_judges_targets_and_includes_notes(tmp_path):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "toy.md").write_text("Run history: the first runs used a smaller model.\n")
+    records = [
+        _rec("moe", 0.80, 0, "v1", SUMMARY),
+        _rec("moe", 0.90, 1, "v2", SUMMARY),
+        _rec("dense", 0.70, 0, "v1", reduced=True),
+    ]
+    page = render_task(_spec(), records, leaderboard_dir=tmp_path)
+    assert "| A | 0.850 ± 0.071 (n=2) ◇ | 0.700 (n=1) † | 0.900 |" in page
+    assert "| moe test/acc ≥ 0.85 | A | 0.850 (n=2) | ✓ |" in page
+    assert "| A | moe | moe | test | 2 | 0.50 | 0.90 | 1.50 | 1.00 |" in page
+    assert "Run history: the first runs used a smaller model." in page
+    assert "- dense on A: 1 epoch" in page and "Published numbers: Paper, Table 1" in page
+
+
+def test_one_code_version_and_no_routing_add_no_marks_or_sections(tmp_path):
+    records = [_rec("moe", 0.80, 0, "v1"), _rec("moe", 0.90, 1, "v1")]
+    page = render_task(_spec(), records, leaderboard_dir=tmp_path)
+    assert "◇" not in page and "## Routing" not in page

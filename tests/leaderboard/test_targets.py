@@ -1,0 +1,94 @@
+"""Declared targets judged on records: each verdict follows the metric's direction and says when it can't judge."""
+
+from __future__ import annotations
+
+import pytest
+
+from zoo.leaderboard.record import RunRecord
+from zoo.leaderboard.results_table import ResultTable
+from zoo.leaderboard.targets import (
+    AtLeast,
+    BeatsBestPublished,
+    BeatsOnAverage,
+    ImprovesOnFraction,
+    NotWorse,
+    WithinOfPublished,
+    targets_section,
+)
+from zoo.registry import BenchmarkRow
+
+
+def _rec(method, dataset, value, seed=0, fold=None, metric="test/acc", **kw) -> RunRecord:
+    return RunRecord(
+        task="t", method=method, dataset=dataset, metrics={metric: value}, seed=seed, config={}, versions={},
+        wall_time_s=1.0, commit="c", machine={}, fold=fold, **kw,
+    )  # fmt: skip
+
+
+def _table(records, rows=(), higher=("test/acc",)) -> ResultTable:
+    return ResultTable(rows, records, higher)
+
+
+def test_at_least_uses_the_metric_direction_and_waits_for_runs():
+    table = _table([_rec("moe", "A", 0.82), _rec("moe", "A", 0.84, seed=1)])
+    assert AtLeast("moe", "A", "test/acc", 0.83).verdicts(table)[0].met is True
+    assert AtLeast("moe", "A", "test/acc", 0.831).verdicts(table)[0].met is False
+    assert AtLeast("moe", "B", "test/acc", 0.5).verdicts(table)[0].met is None
+    lower = _table([_rec("moe", "A", 0.30, metric="test/mse")], higher=())
+    assert AtLeast("moe", "A", "test/mse", 0.31).verdicts(lower)[0].met is True  # lower is better: 0.30 <= 0.31
+
+
+def test_beats_best_published_counts_ties_at_the_printed_decimals():
+    rows = (
+        BenchmarkRow("moe", "A", "x.yaml", published={"X:test/mse": 0.300, "Y:test/mse": 0.310}),
+        BenchmarkRow("moe", "B", "x.yaml", published={"X:test/mse": 0.200}),
+        BenchmarkRow("moe", "C", "x.yaml", published={"X:test/mse": 0.100}),
+    )
+    recs = [_rec("moe", "A", 0.3004, metric="test/mse"), _rec("moe", "B", 0.2100, metric="test/mse")]
+    table = _table(recs, rows, higher=())
+    target = BeatsBestPublished("moe", "test/mse", min_cells=2, datasets=("A", "B", "C"))
+    (v,) = target.verdicts(table)
+    assert v.ours.startswith("1 of 2 run (of 3)") and "missed: B" in v.ours
+    assert v.met is None  # C could still make it 2
+    recs.append(_rec("moe", "C", 0.2, metric="test/mse"))
+    assert target.verdicts(_table(recs, rows, higher=()))[0].met is False
+
+
+def test_beats_on_average_uses_only_cells_every_method_has():
+    recs = [_rec("moe", "A", 0.9), _rec("dense", "A", 0.8), _rec("moe", "B", 0.1), _rec("dense", "C", 0.99)]
+    (v,) = BeatsOnAverage("moe", ("dense",), "test/acc").verdicts(_table(recs))
+    assert v.met is True and "better on 1 of 1 cells" in v.ours
+    recs.append(_rec("dense", "B", 0.5))
+    assert BeatsOnAverage("moe", ("dense",), "test/acc").verdicts(_table(recs))[0].met is False  # 0.5 vs 0.65
+
+
+def test_within_of_published_and_not_worse_are_per_dataset():
+    rows = (BenchmarkRow("dense", "A", "x.yaml", published={"test/return": 800.0}),)
+    recs = [_rec("dense", "A", 730.0, metric="test/return"), _rec("moe", "A", 740.0, metric="test/return")]
+    table = _table(recs, rows, higher=("test/return",))
+    (v,) = WithinOfPublished("dense", "test/return", 0.10).verdicts(table)
+    assert v.met is True and "-9%" in v.ours
+    assert WithinOfPublished("dense", "test/return", 0.05).verdicts(table)[0].met is False
+    assert NotWorse("moe", "dense", "test/return").verdicts(table)[0].met is True
+    assert NotWorse("dense", "moe", "test/return").verdicts(table)[0].met is False
+
+
+def test_improves_on_fraction_pairs_runs_by_seed_and_fold():
+    recs = [
+        _rec("a+m", "D", 0.9, fold=0), _rec("a", "D", 0.8, fold=0),
+        _rec("a+m", "D", 0.1, fold=1),  # no partner: not compared
+        _rec("b+m", "D", 0.6, fold=0), _rec("b", "D", 0.7, fold=0),
+    ]  # fmt: skip
+    target = ImprovesOnFraction((("a+m", "a"), ("b+m", "b")), "test/acc", 0.5)
+    (v,) = target.verdicts(_table(recs))
+    assert v.ours.startswith("1 of 2 cells") and v.met is True
+    assert ImprovesOnFraction((("a+m", "a"), ("b+m", "b")), "test/acc", 0.6).verdicts(_table(recs))[0].met is False
+
+
+@pytest.mark.parametrize("met, mark", [(True, "✓"), (False, "✗")])
+def test_the_section_shows_each_verdict(met, mark):
+    table = _table([_rec("moe", "A", 0.9)])
+    value = 0.5 if met else 0.95
+    lines = targets_section([AtLeast("moe", "A", "test/acc", value)], table)
+    assert lines[0] == "## Targets" and lines[-2].endswith(f"| {mark} |")
+    assert targets_section([], table) == []

@@ -1,0 +1,52 @@
+"""Which code produced a record: its source fingerprint, or for older records the git trees at its commit.
+
+Records written before fingerprints existed name only a commit. Two such records share a code version when the
+task's package folder and ``zoo/moe`` are the same trees at both commits (git tree ids compare content exactly).
+A commit marked ``+dirty``, or one that does not hold the task's folder (the code was uncommitted when the record
+was written), gives an unknown version: such a record matches no other.
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from pathlib import Path
+
+from zoo.leaderboard.record import RunRecord
+
+UNKNOWN = "unknown"
+
+
+def task_folder(record: RunRecord) -> str | None:
+    """``tasks/<domain>`` of the record's model class path (``tasks.graphs.module.X`` or ``zoo_tasks.graphs...``)."""
+    model = (record.config or {}).get("model") or {}
+    path = model.get("class_path", "") if isinstance(model, dict) else ""
+    parts = path.split(".")
+    if len(parts) > 2 and parts[0] in ("tasks", "zoo_tasks"):
+        return f"tasks/{parts[1]}"
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _tree(repo: str, commit: str, folder: str) -> str | None:
+    out = subprocess.run(
+        ["git", "-C", repo, "rev-parse", "--verify", "--quiet", f"{commit}^{{tree}}:{folder}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return out.stdout.strip() or None
+
+
+def code_version(record: RunRecord, repo: Path) -> str:
+    """The record's ``source_hash``; else ``tree:<task folder tree>+<zoo/moe tree>`` at its commit; else
+    ``unknown:<commit>`` (dirty tree, no commit, or a commit without the task's code)."""
+    if record.source_hash:
+        return record.source_hash
+    commit, folder = record.commit or "", task_folder(record)
+    if not commit or commit.endswith("+dirty") or folder is None:
+        return f"{UNKNOWN}:{commit}"
+    task_tree, core_tree = _tree(str(repo), commit, folder), _tree(str(repo), commit, "zoo/moe")
+    if task_tree is None:
+        return f"{UNKNOWN}:{commit}"
+    return f"tree:{task_tree}+{core_tree}"
