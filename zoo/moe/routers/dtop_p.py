@@ -44,12 +44,20 @@ class DTopPRouter(Router):
         self.register_buffer("integral", torch.zeros(()))
 
     @torch.no_grad()
-    def update_threshold(self, mean_active: float) -> float:
-        err = self.target_k - mean_active
-        self.integral += err
-        p = self.p_init + self.kp * err + self.ki * self.integral
-        self.threshold.copy_(p.clamp(1e-4, 1.0))
-        return float(self.threshold)
+    def update_threshold(self, mean_active: float | Tensor, apply: bool | Tensor = True) -> Tensor:
+        """One PI step toward ``target_k`` from the batch's mean active experts; returns the threshold buffer.
+
+        Runs on the device (no host sync) with the float64 controller arithmetic of the original float version,
+        rounded to the float32 buffers at the same points. ``apply`` (bool tensor) False keeps both buffers.
+        """
+        mean = torch.as_tensor(mean_active, device=self.threshold.device).double()
+        err = self.target_k - mean  # float64, as Python floats would be
+        integral = self.integral + err.float()
+        p = (self.p_init + self.kp * err).float() + self.ki * integral
+        apply = torch.as_tensor(apply, device=self.threshold.device)
+        self.integral.copy_(torch.where(apply, integral, self.integral))
+        self.threshold.copy_(torch.where(apply, p.clamp(1e-4, 1.0), self.threshold))
+        return self.threshold
 
     def forward(self, x: Tensor, condition: Tensor | None = None, valid: Tensor | None = None) -> Routing:
         logits = self.compute_logits(x, condition)
@@ -66,9 +74,10 @@ class DTopPRouter(Router):
         weights = picked / picked.sum(-1, keepdim=True).clamp_min(1e-9)
         routing = Routing(indices, weights, logits, valid, probs=probs)
         mask = routing.token_mask()
-        mean_active = float(active[mask].float().mean()) if mask.any() else 0.0
-        routing.stats["mean_active"] = mean_active
-        routing.stats["threshold"] = float(self.threshold)
-        if self.training and mask.any():
-            self.update_threshold(mean_active)
+        n = mask.sum()
+        mean_active = (active.float() * mask).sum() / n.clamp_min(1)  # = active[mask].float().mean(), no sync
+        routing.stats["mean_active"] = mean_active.detach()
+        routing.stats["threshold"] = self.threshold.detach().clone()
+        if self.training:
+            self.update_threshold(mean_active, apply=n > 0)
         return self.finish(routing)
