@@ -49,19 +49,65 @@ def split_borders(num_rows: int, seq_len: int, convention: str) -> dict[str, tup
     return {"train": (0, train_end), "val": (train_end - seq_len, val_end), "test": (val_end - seq_len, test_end)}
 
 
-def read_series(path: Path, date_column: str = "date") -> tuple[np.ndarray, list[str]]:
-    """(rows, channels) float32 values and the channel names of a CSV; every non-date column must be numeric."""
+def _bad_cell(values, column: str) -> tuple[int, str]:
+    """(1-based data row, value as text) of the first cell of ``column`` that does not parse as a number."""
     import pandas as pd
 
-    frame = pd.read_csv(path)
+    column_values = values[column]
+    parsed = pd.to_numeric(column_values, errors="coerce")
+    position = int((parsed.isna() & column_values.notna()).to_numpy().argmax())
+    return position + 1, str(column_values.iloc[position])
+
+
+def read_series(path: Path, date_column: str = "date") -> tuple[np.ndarray, list[str]]:
+    """(rows, channels) float32 values and the channel names of a CSV; every non-date column must be numeric.
+
+    Raises:
+        ConfigError: one line naming ``path`` and what is wrong with it: missing, binary, empty, ragged, a
+            missing date column, a non-numeric cell (its column, line and value) or a missing value.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            head = f.read(8192)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the CSV {path}: {exc.strerror or exc}") from None
+    if b"\x00" in head:
+        raise ConfigError(f"{path} is a binary file, not a CSV")
+    try:
+        frame = pd.read_csv(path)
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not a UTF-8 text CSV (is it a binary file?)") from None
+    except pd.errors.EmptyDataError:
+        raise ConfigError(
+            f"{path} is empty: expected a header line '{date_column},<channel>,...' and data rows"
+        ) from None
+    except pd.errors.ParserError as exc:
+        reason = str(exc).strip().splitlines()[0].removeprefix("Error tokenizing data. C error: ")
+        raise ConfigError(f"{path} is not a well-formed CSV (every row needs the header's columns): {reason}") from None
     if date_column not in frame.columns:
         raise ConfigError(f"{path} has no date column {date_column!r}; columns are {list(frame.columns)}")
+    if frame.empty:
+        raise ConfigError(f"{path} has a header but no data rows")
     values = frame.drop(columns=[date_column])
-    bad = [c for c in values.columns if not np.issubdtype(values[c].dtype, np.number)]
-    if bad:
-        raise ConfigError(f"{path}: non-numeric value columns {bad}")
-    if values.isna().to_numpy().any():
-        raise ConfigError(f"{path} has missing values; fill them before forecasting")
+    if values.shape[1] == 0:
+        raise ConfigError(f"{path} has no value columns besides {date_column!r}")
+    for column in values.columns:
+        if not pd.api.types.is_numeric_dtype(values[column]) or pd.api.types.is_bool_dtype(values[column]):
+            row, value = _bad_cell(values, column)
+            raise ConfigError(
+                f"{path}: non-numeric value {value!r} in column {column!r}, data row {row}; "
+                f"every column except {date_column!r} must be numeric"
+            )
+    missing = values.isna().to_numpy()
+    if missing.any():
+        row, col = np.argwhere(missing)[0]
+        raise ConfigError(
+            f"{path} has missing values (first: column {values.columns[col]!r}, data row {row + 1}); "
+            "fill them before forecasting"
+        )
     return values.to_numpy(dtype=np.float32), [str(c) for c in values.columns]
 
 

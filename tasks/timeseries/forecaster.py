@@ -1,11 +1,15 @@
 """The training / evaluation loop shared by every forecaster of this task (SEER, its dense twin, PatchTST).
 
-A subclass builds ``self.net``: a module mapping x ``(B, L, C)`` to a forecast ``(B, H, C)``, optionally with
-``aux_loss() -> Tensor`` (added to the task loss) and ``last_stats`` (a dict of detached diagnostics for
-the last forward pass: ``expert_counts`` (E,), ``replaced`` and ``patches`` token counts).
+A subclass builds ``self.net``: a module mapping x ``(B, L, C)`` to a :class:`Forecast` (the forecast
+``(B, H, C)``, the routing of its mixtures, their weighted aux loss, and detached task diagnostics).
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import NamedTuple
 
 import pytorch_lightning as pl
 import torch
@@ -16,9 +20,39 @@ from torchmetrics import MeanAbsoluteError, MeanSquaredError
 
 from zoo.callbacks.periodic_checkpoint import PeriodicCheckpoint
 from zoo.errors import ConfigError
+from zoo.moe import Routing
 from zoo_tasks.timeseries.corruption import Corruption, CorruptionStream
 
 LOSSES = {"mae": F.l1_loss, "mse": F.mse_loss}
+_NONE: Mapping = MappingProxyType({})
+
+
+class Forecast(NamedTuple):
+    """What a forecasting network returns for x (B, L, C).
+
+    forecast: (B, H, C). routing: mixture name (module path inside the network) -> its `Routing` ({} for a
+    network without a mixture). aux_loss: the mixtures' weighted aux loss (``zoo.moe.MoE.aux_loss``), or None.
+    diagnostics: detached task-specific counts of this forward pass (SEER: ``replaced``, ``patches``).
+    """
+
+    forecast: Tensor
+    routing: Mapping[str, Routing] = _NONE
+    aux_loss: Tensor | None = None
+    diagnostics: Mapping[str, Tensor] = _NONE
+
+
+def check_positive(**sizes: float) -> None:
+    """Raise a ConfigError naming the first ``model.init_args`` size that is not > 0."""
+    for name, value in sizes.items():
+        if not value > 0:
+            raise ConfigError(f"model.init_args.{name} must be > 0, got {value}")
+
+
+def check_probability(**rates: float) -> None:
+    """Raise a ConfigError naming the first ``model.init_args`` dropout rate outside [0, 1)."""
+    for name, value in rates.items():
+        if not 0.0 <= value < 1.0:
+            raise ConfigError(f"model.init_args.{name} must be in [0, 1), got {value}")
 
 
 class Forecaster(pl.LightningModule):
@@ -51,6 +85,12 @@ class Forecaster(pl.LightningModule):
         self.save_hyperparameters()  # from this frame up: the subclass's own arguments and these
         if loss not in LOSSES:
             raise ConfigError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+        if not (lr > 0 and math.isfinite(lr)):
+            raise ConfigError(f"model.init_args.lr must be a positive number, got {lr}")
+        if not 0.0 < lr_decay <= 1.0:
+            raise ConfigError(f"model.init_args.lr_decay must be in (0, 1], got {lr_decay}")
+        if patience < 0:
+            raise ConfigError(f"model.init_args.patience must be >= 0, got {patience}")
         self.loss_fn = LOSSES[loss]
         self.corruptions = [
             Corruption("missing", missing_rate),
@@ -66,71 +106,81 @@ class Forecaster(pl.LightningModule):
 
     # ------------------------------------------------------------------ forward
     def forward(self, x: Tensor) -> Tensor:
-        return self.net(x).contiguous()
+        """x (B, L, C) -> forecast (B, H, C)."""
+        return self.net(x).forecast.contiguous()
 
-    def aux_loss(self) -> Tensor:
-        fn = getattr(self.net, "aux_loss", None)
-        return fn() if fn is not None else torch.zeros((), device=self.device)
+    @staticmethod
+    def _routing(out: Forecast) -> dict[str, Routing]:
+        """The network's routings named by their module path in this LightningModule (``net.embedding.moe``)."""
+        return {f"net.{name}": routing for name, routing in out.routing.items()}
+
+    def loss_and_routing(self, batch) -> tuple[Tensor, dict[str, Routing], Tensor, Tensor]:
+        """(training loss, routings, task loss, aux loss) of one batch, as ``training_step`` computes them."""
+        x, y = batch
+        out = self.net(x)
+        task = self.loss_fn(out.forecast.contiguous(), y)
+        aux = out.aux_loss if out.aux_loss is not None else torch.zeros((), device=task.device)
+        return task + aux, self._routing(out), task, aux
 
     # ------------------------------------------------------------------ train / val
     def training_step(self, batch, batch_idx):
-        x, y = batch
-        pred = self(x)
-        task = self.loss_fn(pred, y)
-        aux = self.aux_loss()
-        loss = task + aux
-        self.log("train/loss", loss, prog_bar=True, batch_size=x.shape[0])
-        self.log("train/task_loss", task, batch_size=x.shape[0])
-        self.log("train/aux_loss", aux, batch_size=x.shape[0])
-        return loss
+        loss, routing, task, aux = self.loss_and_routing(batch)
+        n = batch[0].shape[0]
+        self.log("train/loss", loss, prog_bar=True, batch_size=n)
+        self.log("train/task_loss", task, batch_size=n)
+        self.log("train/aux_loss", aux, batch_size=n)
+        return {"loss": loss, "routing": routing}
 
     def validation_step(self, batch, batch_idx):
         x, y = batch
-        pred = self(x)
+        out = self.net(x)
+        pred = out.forecast.contiguous()
         self.log("val/loss", self.loss_fn(pred, y), prog_bar=True, batch_size=x.shape[0])
         self.val_mse.update(pred, y)
         self.val_mae.update(pred, y)
         self.log("val/mse", self.val_mse, batch_size=x.shape[0])
         self.log("val/mae", self.val_mae, batch_size=x.shape[0])
+        return {"routing": self._routing(out)}
 
     # ------------------------------------------------------------------ test (clean + corrupted)
     def on_test_start(self) -> None:
         self._stream = CorruptionStream(self.corruptions, seed=self.hparams.corruption_seed)
         self._test_stats = {}
 
-    def _accumulate_stats(self, condition: str) -> None:
-        stats = getattr(self.net, "last_stats", None) or {}
+    def _accumulate_diagnostics(self, condition: str, diagnostics: Mapping[str, Tensor]) -> None:
         acc = self._test_stats.setdefault(condition, {})
-        for key, value in stats.items():
+        for key, value in diagnostics.items():
             value = torch.as_tensor(value, dtype=torch.float64).cpu()
             acc[key] = acc[key] + value if key in acc else value
 
     def test_step(self, batch, batch_idx):
+        """Clean and corrupted metrics; the returned routing is the clean pass's (what the test summary reports)."""
         x, y = batch
         inputs = {"clean": x, **self._stream(x)}
+        routing: dict[str, Routing] = {}
         for condition, xc in inputs.items():
-            pred = self(xc)
-            self._accumulate_stats(condition)
+            out = self.net(xc)
+            pred = out.forecast.contiguous()
+            self._accumulate_diagnostics(condition, out.diagnostics)
+            if condition == "clean":
+                routing = self._routing(out)
             self.test_mse[condition].update(pred, y)
             self.test_mae[condition].update(pred, y)
             suffix = "" if condition == "clean" else f"_{condition}"
             self.log(f"test/mse{suffix}", self.test_mse[condition], batch_size=x.shape[0])
             self.log(f"test/mae{suffix}", self.test_mae[condition], batch_size=x.shape[0])
+        return {"routing": routing}
 
     def extra_results(self) -> dict:
-        """Routing stats (expert load), fraction of patches replaced and the corruption settings of the last
-        test pass, per condition; plus the parameter count."""
+        """The fraction of patches replaced per test condition (SEER), the corruption settings and the parameter
+        count. Routing statistics are not computed here: the routing-stats callback summarises the routings
+        the steps return."""
         out: dict = {
             "num_parameters": sum(p.numel() for p in self.parameters()),
             "corruptions": {c.kind: c.describe() for c in self.corruptions},
         }
         for condition, acc in self._test_stats.items():
             entry: dict = {}
-            if "expert_counts" in acc:
-                counts = acc["expert_counts"]
-                load = counts / counts.sum().clamp(min=1)
-                entry["expert_load"] = [round(float(v), 5) for v in load]
-                entry["expert_load_cv"] = float(load.std(unbiased=False) / load.mean().clamp(min=1e-12))
             if "patches" in acc:
                 entry["replaced_fraction"] = float(acc["replaced"] / acc["patches"].clamp(min=1))
             if entry:

@@ -1,14 +1,16 @@
 """PatchTST baseline (Nie et al., "A Time Series is Worth 64 Words: Long-term Forecasting with Transformers",
-ICLR 2023), sized like SEER so the table compares architectures, not budgets."""
+ICLR 2023, arXiv 2211.14730; Sec. 3.1, the supervised PatchTST/42), sized like SEER so the table compares
+architectures, not budgets."""
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
 
-from zoo_tasks.timeseries.forecaster import Forecaster
-from zoo_tasks.timeseries.layers import EncoderLayer, FlattenHead, check_window, num_patches, patchify
-from zoo_tasks.timeseries.revin import RevIN
+from zoo.nn.revin import RevIN
+from zoo.nn.transformer import EncoderLayer
+from zoo_tasks.timeseries.forecaster import Forecast, Forecaster, check_positive, check_probability
+from zoo_tasks.timeseries.patching import FlattenHead, check_window, num_patches, patchify
 
 
 class PatchTSTNet(nn.Module):
@@ -18,7 +20,8 @@ class PatchTSTNet(nn.Module):
     learnable position embedding -> ``e_layers`` post-norm encoder layers with BatchNorm -> flatten + linear
     head -> RevIN⁻¹. (The original's residual attention scores between layers are not used.)
 
-    Shapes: x (B, seq_len, C) -> forecast (B, pred_len, C).
+    Shapes: x (B, seq_len, C) -> :class:`~zoo_tasks.timeseries.forecaster.Forecast` with the forecast
+    (B, pred_len, C) and no routing.
     """
 
     def __init__(
@@ -36,6 +39,11 @@ class PatchTSTNet(nn.Module):
         head_dropout: float = 0.0,
     ):
         super().__init__()
+        check_positive(
+            seq_len=seq_len, pred_len=pred_len, num_channels=num_channels, d_model=d_model, n_heads=n_heads,
+            d_ff=d_ff, e_layers=e_layers, patch_len=patch_len, stride=stride,
+        )  # fmt: skip
+        check_probability(dropout=dropout, head_dropout=head_dropout)
         self.seq_len, self.pred_len, self.num_channels = seq_len, pred_len, num_channels
         self.patch_len, self.stride = patch_len, stride
         n_patches = num_patches(seq_len, patch_len, stride)
@@ -48,13 +56,14 @@ class PatchTSTNet(nn.Module):
         )
         self.head = FlattenHead(n_patches, d_model, pred_len, head_dropout)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Forecast:
         check_window(x, self.seq_len, self.num_channels)
         b, length, c = x.shape
-        x = self.revin.normalize(x).transpose(1, 2).reshape(b * c, length)
+        x, stats = self.revin.normalize(x)
+        x = x.transpose(1, 2).reshape(b * c, length)
         tokens = self.dropout(self.embed(patchify(x, self.patch_len, self.stride)) + self.pos)
         out = self.head(self.encoder(tokens)).view(b, c, self.pred_len).transpose(1, 2)
-        return self.revin.denormalize(out)
+        return Forecast(self.revin.denormalize(out, stats))
 
 
 class PatchTSTForecaster(Forecaster):

@@ -1,8 +1,9 @@
 """SEER: robust patch-Transformer forecasting with an MoE-augmented embedding and learnable patch replacement.
 
-Paper: "SEER: Transformer-based Robust Time Series Forecasting via Automated Patch Enhancement and
-Replacement" (ICML 2026); reference code: decisionintelligence/SEER (TFB harness). The dense twin is the
-same network with ``moe_embedding=False, patch_replacement=False``.
+Paper: Qiu et al., "SEER: Transformer-based Robust Time Series Forecasting via Automated Patch Enhancement and
+Replacement", ICML 2026, arXiv 2602.00589 (Sec. 3: Augmented Embedding Module, Learnable Patch Replacement
+Module); reference code: decisionintelligence/SEER (TFB harness). The dense twin is the same network with
+``moe_embedding=False, patch_replacement=False``.
 """
 
 from __future__ import annotations
@@ -11,28 +12,27 @@ import torch
 from torch import Tensor, nn
 
 from zoo.errors import ConfigError
-from zoo.moe import MoE
-from zoo_tasks.timeseries.forecaster import Forecaster
-from zoo_tasks.timeseries.layers import (
-    EncoderLayer,
-    FlattenHead,
-    check_window,
-    num_patches,
-    patchify,
-    sinusoidal_encoding,
-)
-from zoo_tasks.timeseries.revin import RevIN
+from zoo.moe import MoE, Routing, require_router
+from zoo.nn.revin import RevIN
+from zoo.nn.transformer import EncoderLayer, sinusoidal_encoding
+from zoo_tasks.timeseries.forecaster import Forecast, Forecaster, check_positive, check_probability
+from zoo_tasks.timeseries.patching import FlattenHead, check_window, num_patches, patchify
+
+MIXTURE = "SEER's patch mixture"
 
 
 class AugmentedPatchEmbedding(nn.Module):
     """SEER's Augmented Embedding of patches: ``MoE(patch) + W patch + PE``.
 
-    The MoE routes every patch (channel-independent) with noisy top-k gating (Shazeer et al. 2017) to
-    ``top_k`` of ``num_experts`` linear pattern-extractor experts ``patch_len -> d_model``; its importance /
-    load cv² loss is returned by :meth:`aux_loss`. ``W`` is a shared linear projection and PE the fixed
-    sinusoidal position encoding. With ``moe=False`` this is the plain linear patch embedding of the dense twin.
+    The MoE routes every patch (channel-independent) to ``top_k`` of ``num_experts`` linear pattern-extractor
+    experts ``patch_len -> d_model`` with ``router`` (the reference's noisy top-k gating, Shazeer et al. 2017,
+    arXiv 1701.06538, by default; any router in ``zoo.moe.ROUTERS`` whose choice for a patch depends on that
+    patch alone, so a forecast never depends on the other series of its batch). Its importance / load cv² loss
+    (weight ``aux_weight``) comes from :meth:`zoo.moe.MoE.aux_loss`. ``W`` is a shared linear projection and PE
+    the fixed sinusoidal position encoding. With ``moe=False`` this is the plain linear patch embedding of the
+    dense twin.
 
-    Shapes: patches (N, P, patch_len) -> tokens (N, P, d_model).
+    Shapes: patches (N, P, patch_len) -> (tokens (N, P, d_model), Routing over the N * P patches, or None).
     """
 
     def __init__(
@@ -44,31 +44,33 @@ class AugmentedPatchEmbedding(nn.Module):
         top_k: int = 2,
         aux_weight: float = 1.0,
         moe: bool = True,
+        router: str = "noisy_topk",
+        router_kwargs: dict | None = None,
     ):
         super().__init__()
         self.shared = nn.Linear(patch_len, d_model, bias=False)
         self.moe = None
         if moe:
+            require_router(router, MIXTURE, needs=("per_token_choice",))
             self.moe = MoE(
                 patch_len,
                 d_model,
                 num_experts,
                 top_k=top_k,
-                router="noisy_topk",
+                router=router,
                 experts="linear",
                 out_dim=d_model,
                 aux_weights={"cv_squared": aux_weight},
+                router_kwargs=router_kwargs,
             )
         self.register_buffer("pe", sinusoidal_encoding(num_patches, d_model), persistent=False)
 
-    def forward(self, patches: Tensor) -> Tensor:
+    def forward(self, patches: Tensor) -> tuple[Tensor, Routing | None]:
         tokens = self.shared(patches) + self.pe
-        if self.moe is not None:
-            tokens = tokens + self.moe(patches)
-        return tokens
-
-    def aux_loss(self) -> Tensor:
-        return self.moe.aux_loss() if self.moe is not None else self.pe.new_zeros(())
+        if self.moe is None:
+            return tokens, None
+        mixed, routing = self.moe(patches)
+        return tokens + mixed, routing
 
 
 class ChannelAdaptiveSeriesToken(nn.Module):
@@ -111,10 +113,8 @@ class LearnablePatchReplacement(nn.Module):
     The keep mask ``m`` is hard (exactly 0 / 1) in the forward pass. Its gradient (``gradient``):
     - ``"reference"`` (decisionintelligence/SEER): ``m = s / stop_grad(s)`` on kept tokens, ``m = 0`` on replaced
       ones, so the scorer learns through kept tokens only (``d out / d s = (z - series_token) / s``). A replaced
-      token passes no gradient to its score, so replacement is a ratchet: on ETTh1 the replaced share grows from
-      ~10% at initialisation to ~99% within 3 epochs.
-    - ``"straight_through"``: ``m = hard + s - stop_grad(s)``, every patch's score gets ``z - series_token``;
-      the scorer then learns to keep nearly every patch (~0.05% replaced on ETT).
+      token passes no gradient to its score, so a replaced patch stays replaced.
+    - ``"straight_through"``: ``m = hard + s - stop_grad(s)``, every patch's score gets ``z - series_token``.
 
     Shapes: tokens (N, 1 + P, D) -> (replaced tokens (N, 1 + P, D), keep (N, P) bool for the patches).
     """
@@ -152,8 +152,9 @@ class SEERNet(nn.Module):
     causal-attention encoder layer -> ``e_layers`` full-attention layers -> linear down-projection
     ``d_model -> d_model * head_scaling`` -> flatten + linear head -> RevIN⁻¹.
 
-    Shapes: x (B, seq_len, C) -> forecast (B, pred_len, C). ``last_stats`` holds the expert token counts
-    and the replaced / total patch counts of the last forward pass.
+    Shapes: x (B, seq_len, C) -> :class:`~zoo_tasks.timeseries.forecaster.Forecast` with the forecast
+    (B, pred_len, C), the MoE's routing over the B * C * P patches (``"embedding.moe"``), its weighted aux loss,
+    and the replaced / total patch counts (``diagnostics``: ``replaced``, ``patches``).
     """
 
     def __init__(
@@ -178,14 +179,26 @@ class SEERNet(nn.Module):
         moe_embedding: bool = True,
         patch_replacement: bool = True,
         replacement_gradient: str = "reference",
+        router: str = "noisy_topk",
+        router_kwargs: dict | None = None,
     ):
         super().__init__()
+        check_positive(
+            seq_len=seq_len, pred_len=pred_len, num_channels=num_channels, d_model=d_model, n_heads=n_heads,
+            d_ff=d_ff, patch_len=patch_len, stride=stride, d_score=d_score, head_scaling=head_scaling,
+            num_experts=num_experts, top_k=top_k,
+        )  # fmt: skip
+        check_probability(dropout=dropout, head_dropout=head_dropout)
+        if e_layers < 0:
+            raise ConfigError(f"model.init_args.e_layers must be >= 0, got {e_layers}")
+        if moe_embedding and top_k > num_experts:
+            raise ConfigError(f"model.init_args.top_k {top_k} is more than num_experts {num_experts}")
         self.seq_len, self.pred_len, self.num_channels = seq_len, pred_len, num_channels
         self.patch_len, self.stride = patch_len, stride
         n_patches = num_patches(seq_len, patch_len, stride)
         self.revin = RevIN(num_channels)
         self.embedding = AugmentedPatchEmbedding(
-            patch_len, d_model, n_patches, num_experts, top_k, aux_weight, moe=moe_embedding
+            patch_len, d_model, n_patches, num_experts, top_k, aux_weight, moe_embedding, router, router_kwargs
         )
         self.series_token = ChannelAdaptiveSeriesToken(seq_len, d_model, d_score, dropout)
         self.replacement = (
@@ -198,29 +211,28 @@ class SEERNet(nn.Module):
         head_dim = max(1, int(d_model * head_scaling))
         self.down = nn.Linear(d_model, head_dim, bias=False) if head_dim != d_model else nn.Identity()
         self.head = FlattenHead(n_patches + 1, head_dim, pred_len, head_dropout)
-        self.last_stats: dict[str, Tensor] = {}
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Forecast:
         check_window(x, self.seq_len, self.num_channels)
         b, length, c = x.shape
-        x = self.revin.normalize(x).transpose(1, 2)  # (B, C, L)
+        x, stats = self.revin.normalize(x)
+        x = x.transpose(1, 2)  # (B, C, L)
         patches = patchify(x.reshape(b * c, length), self.patch_len, self.stride)
-        tokens = torch.cat([self.series_token(x).reshape(b * c, 1, -1), self.embedding(patches)], dim=1)
-        stats: dict[str, Tensor] = {}
+        series = self.series_token(x).reshape(b * c, 1, -1)
+        embedded, routing = self.embedding(patches)
+        tokens = torch.cat([series, embedded], dim=1)
+        diagnostics: dict[str, Tensor] = {}
         if self.replacement is not None:
             tokens, keep = self.replacement(tokens)
-            stats["replaced"] = (~keep).sum().detach()
-            stats["patches"] = torch.tensor(keep.numel())
+            diagnostics["replaced"] = (~keep).sum().detach()
+            diagnostics["patches"] = torch.tensor(keep.numel())
         tokens = self.encoder(self.causal(tokens))
         out = self.head(self.down(tokens)).view(b, c, self.pred_len).transpose(1, 2)
-        moe = self.embedding.moe
-        if moe is not None and moe.last_routing is not None:
-            stats["expert_counts"] = moe.last_routing.expert_counts().detach()
-        self.last_stats = stats
-        return self.revin.denormalize(out)
-
-    def aux_loss(self) -> Tensor:
-        return self.embedding.aux_loss()
+        forecast = self.revin.denormalize(out, stats)
+        if routing is None:
+            return Forecast(forecast, diagnostics=diagnostics)
+        aux = self.embedding.moe.aux_loss(routing)
+        return Forecast(forecast, {"embedding.moe": routing}, aux, diagnostics)
 
 
 class SEERForecaster(Forecaster):
@@ -229,8 +241,10 @@ class SEERForecaster(Forecaster):
 
     Batches are (x (B, seq_len, C), y (B, pred_len, C)); reference settings for ETTh1: d_model 256,
     d_ff 512, 16 heads, 1 causal + 1 full layer, 8 experts top-2, patch 16 stride 8, threshold 0.5, MAE loss,
-    lr 1e-4. See :class:`SEERNet`; ``training`` holds the loss, optimiser, early-stopping and corruption
-    settings of :class:`~zoo_tasks.timeseries.forecaster.Forecaster`.
+    lr 1e-4. ``router`` / ``router_kwargs`` choose the patch mixture's router (default the reference's
+    ``"noisy_topk"``; ``"expert_choice"`` does not apply, see :class:`AugmentedPatchEmbedding`). See
+    :class:`SEERNet`; ``training`` holds the loss, optimiser, early-stopping and corruption settings of
+    :class:`~zoo_tasks.timeseries.forecaster.Forecaster`.
     """
 
     def __init__(
@@ -255,6 +269,8 @@ class SEERForecaster(Forecaster):
         moe_embedding: bool = True,
         patch_replacement: bool = True,
         replacement_gradient: str = "reference",
+        router: str = "noisy_topk",
+        router_kwargs: dict | None = None,
         **training,
     ):
         super().__init__(**training)
@@ -279,4 +295,6 @@ class SEERForecaster(Forecaster):
             moe_embedding,
             patch_replacement,
             replacement_gradient,
+            router,
+            router_kwargs,
         )

@@ -11,6 +11,7 @@ from zoo.leaderboard.render import finite_mean, fmt_value
 from zoo_tasks.timeseries.spec import DATASETS, HORIZONS, PUBLISHED
 
 _CONDITIONS = (("clean", ""), ("missing", "_missing"), ("spike", "_spike"), ("noise", "_noise"))
+MOE_LAYER = "net.embedding.moe"  # the name SEERForecaster's steps give its patch mixture's routing
 
 
 def _mean(records, metric: str) -> float:
@@ -105,6 +106,21 @@ def _robustness(cells, records) -> list[str]:
     return lines + [""]
 
 
+def _expert_load(record) -> tuple[list[float], float | None]:
+    """(load per expert, its coefficient of variation) of SEER's patch mixture on the clean test set: from the
+    record's routing summary (``routing["test"]["net.embedding.moe"]``), or from ``extra["diagnostics"]`` in
+    records written before routing summaries existed."""
+    clean = (record.extra.get("diagnostics") or {}).get("clean", {})
+    if "expert_load" in clean:
+        return clean["expert_load"], clean.get("expert_load_cv")
+    layer = ((getattr(record, "routing", None) or {}).get("test") or {}).get(MOE_LAYER) or {}
+    load = layer.get("load") or []
+    if not load or not sum(load):
+        return load, None
+    mean = statistics.fmean(load)
+    return load, statistics.pstdev(load) / mean
+
+
 def _diagnostics(cells) -> list[str]:
     lines = [
         "## SEER diagnostics on the test set",
@@ -127,16 +143,16 @@ def _diagnostics(cells) -> list[str]:
     for ds in DATASETS:
         for h in HORIZONS:
             recs = cells.get((f"{ds}/{h}", "seer"), [])
-            diag = next((r.extra.get("diagnostics") for r in recs if r.extra.get("diagnostics")), None)
-            if not diag:
+            record = next((r for r in recs if r.extra.get("diagnostics")), None)
+            if record is None:
                 continue
+            diag = record.extra["diagnostics"]
             replaced = " / ".join(
                 f"{diag[c]['replaced_fraction']:.2%}" if "replaced_fraction" in diag.get(c, {}) else "—"
                 for c, _ in _CONDITIONS
             )
-            clean = diag.get("clean", {})
-            load = " ".join(f"{v:.2f}" for v in clean.get("expert_load", []))
-            cv = clean.get("expert_load_cv")
+            load_fractions, cv = _expert_load(record)
+            load = " ".join(f"{v:.2f}" for v in load_fractions)
             lines.append(f"| {ds}/{h} | {replaced} | {load} | {'' if cv is None else f'{cv:.2f}'} |")
     return lines + [""]
 

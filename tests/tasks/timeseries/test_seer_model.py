@@ -1,5 +1,6 @@
-"""SEER network: shapes, the learnable patch replacement, the channel-adaptive series token, and the MoE aux
-loss reaching the training loss; PatchTST and the dense twin share the shape contract."""
+"""SEER network (tasks/timeseries/seer.py): shapes, the learnable patch replacement, the channel-adaptive series
+token, the MoE aux loss reaching the training loss, the routing returned as a value, and size checks; PatchTST and
+the dense twin share the shape contract."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 from zoo.errors import ConfigError
-from zoo_tasks.timeseries.layers import num_patches, patchify
+from zoo.moe import Routing, routing_summary
 from zoo_tasks.timeseries.patchtst import PatchTSTForecaster
 from zoo_tasks.timeseries.seer import ChannelAdaptiveSeriesToken, LearnablePatchReplacement, SEERForecaster
 
@@ -34,14 +35,6 @@ def test_forecast_shape(make, channels, horizon):
 def test_wrong_channel_count_is_a_clear_error():
     with pytest.raises(ConfigError, match="num_channels"):
         SEERForecaster(num_channels=7, **SMALL)(torch.randn(2, 96, 21))
-
-
-def test_patching_pads_by_stride():
-    x = torch.arange(96.0).unsqueeze(0)
-    patches = patchify(x, 16, 8)
-    assert patches.shape == (1, num_patches(96, 16, 8), 16) == (1, 12, 16)
-    assert torch.equal(patches[0, 0], torch.arange(16.0))
-    assert torch.equal(patches[0, -1], torch.tensor([88.0 + i for i in range(8)] + [95.0] * 8))
 
 
 def test_dense_twin_has_no_moe_and_no_replacement_and_about_the_same_size():
@@ -149,8 +142,9 @@ def test_aux_loss_reaches_the_total_loss_and_the_router():
         model = SEERForecaster(aux_weight=weight, **SMALL)
         model.train()
         torch.manual_seed(1)
-        losses[weight] = model.training_step((x, y), 0)
-        aux = model.net.embedding.moe.aux_loss()
+        out = model.training_step((x, y), 0)
+        losses[weight] = out["loss"]
+        aux = model.net.embedding.moe.aux_loss(out["routing"]["net.embedding.moe"])
     assert aux > 0
     torch.testing.assert_close(losses[1.0] - losses[0.0], aux.detach(), atol=1e-5, rtol=1e-4)
     gate = model.net.embedding.moe.router.gate.weight
@@ -160,11 +154,80 @@ def test_aux_loss_reaches_the_total_loss_and_the_router():
     assert gate.grad is not None and gate.grad.abs().sum() > 0
 
 
-def test_diagnostics_are_recorded():
+def test_routing_and_diagnostics_are_returned_not_stored():
     model = SEERForecaster(**SMALL)
     model.eval()
-    model(torch.randn(4, 96, 7))
-    stats = model.net.last_stats
-    assert stats["patches"] == 4 * 7 * 12
-    assert 0 <= stats["replaced"] <= stats["patches"]
-    assert stats["expert_counts"].sum() == 4 * 7 * 12 * 2  # top-2 over every patch token
+    out = model.net(torch.randn(4, 96, 7))
+    assert out.diagnostics["patches"] == 4 * 7 * 12
+    assert 0 <= out.diagnostics["replaced"] <= out.diagnostics["patches"]
+    (name, routing), *_ = out.routing.items()
+    assert name == "embedding.moe" and len(out.routing) == 1 and isinstance(routing, Routing)
+    assert routing_summary(out.routing).layers[name].tokens == 4 * 7 * 12  # one token per patch
+    assert sum(routing_summary(out.routing).layers[name].counts) == 4 * 7 * 12 * 2  # top-2
+    assert not [n for n, _ in model.named_buffers() if "routing" in n or "stats" in n]
+    assert not hasattr(model.net.embedding.moe, "last_routing") and not hasattr(model.net, "last_stats")
+    dense = SEERForecaster(moe_embedding=False, patch_replacement=False, **SMALL).eval().net(torch.randn(2, 96, 7))
+    assert dict(dense.routing) == {} and dense.aux_loss is None and dict(dense.diagnostics) == {}
+
+
+def test_steps_return_the_routing_for_the_stats_callback():
+    torch.manual_seed(0)
+    model = SEERForecaster(**SMALL)
+    batch = (torch.randn(2, 96, 7), torch.randn(2, 96, 7))
+    out = model.training_step(batch, 0)
+    assert set(out) == {"loss", "routing"} and out["loss"].ndim == 0
+    assert list(out["routing"]) == ["net.embedding.moe"]
+    model.eval()
+    assert list(model.validation_step(batch, 0)["routing"]) == ["net.embedding.moe"]
+
+
+def test_router_is_a_config_key():
+    torch.manual_seed(0)
+    default = SEERForecaster(**SMALL)
+    assert type(default.net.embedding.moe.router).__name__ == "NoisyTopKRouter"  # the reference's gate
+    assert default.hparams.router == "noisy_topk"
+    topk = SEERForecaster(router="topk", **SMALL)
+    assert type(topk.net.embedding.moe.router).__name__ == "TopKRouter"
+    assert not any("noise" in n for n in topk.state_dict())
+    with pytest.raises(ConfigError, match="router 'expert_choice' cannot route SEER's patch mixture"):
+        SEERForecaster(router="expert_choice", **SMALL)
+    with pytest.raises(ConfigError, match="no_such_router"):
+        SEERForecaster(router="no_such_router", **SMALL)
+    with pytest.raises(ConfigError, match="router_kwargs"):
+        SEERForecaster(router="topk", router_kwargs={"bogus": 1}, **SMALL)
+
+
+def test_state_dict_keys_of_the_recorded_models():
+    keys = list(SEERForecaster(**SMALL).state_dict())
+    assert keys[:8] == [
+        "net.revin.weight", "net.revin.bias", "net.embedding.shared.weight",
+        "net.embedding.moe.experts.weight", "net.embedding.moe.experts.bias",
+        "net.embedding.moe.router.gate.weight", "net.embedding.moe.router.noise.weight",
+        "net.series_token.embed.weight",
+    ]  # fmt: skip
+    assert "net.causal.0.qkv.weight" in keys and "net.encoder.0.ff.3.bias" in keys and "net.head.linear.weight" in keys
+    patchtst = list(PatchTSTForecaster(**SMALL).state_dict())
+    assert patchtst[:4] == ["net.pos", "net.revin.weight", "net.revin.bias", "net.embed.weight"]
+    assert "net.encoder.1.norm2.norm.running_var" in patchtst
+
+
+@pytest.mark.parametrize(
+    "bad, key",
+    [
+        (dict(d_model=0), "d_model"),
+        (dict(n_heads=-1), "n_heads"),
+        (dict(stride=0), "stride"),
+        (dict(dropout=1.5), "dropout"),
+        (dict(head_dropout=-0.1), "head_dropout"),
+        (dict(top_k=9), "top_k"),
+        (dict(e_layers=-1), "e_layers"),
+        (dict(lr=-1e-3), "lr"),
+        (dict(loss="huber"), "loss"),
+    ],
+)
+def test_bad_sizes_are_config_errors_naming_the_key(bad, key):
+    with pytest.raises(ConfigError, match=key):
+        SEERForecaster(**{**SMALL, **bad})
+    if key not in ("top_k", "e_layers", "lr", "loss"):
+        with pytest.raises(ConfigError, match=key):
+            PatchTSTForecaster(**{**SMALL, **bad})

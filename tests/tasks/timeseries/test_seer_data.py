@@ -1,5 +1,6 @@
-"""Forecasting data: split borders follow the SOURCE.md conventions, the scaler sees train rows only, test
-windows are never dropped, and users' own CSVs load."""
+"""Forecasting data (tasks/timeseries/data.py): split borders follow the SOURCE.md conventions, the scaler sees
+train rows only, test windows are never dropped, users' own CSVs load, and a bad CSV is one ConfigError line that
+names the file and the problem."""
 
 from __future__ import annotations
 
@@ -90,3 +91,39 @@ def test_a_users_own_csv_loads(tmp_path):
     assert x.shape == (16, 24, 3) and y.shape == (16, 12, 3)
     with pytest.raises(ConfigError, match="date column"):
         ForecastingDataModule(file="mine.csv", dataset=None, data_dir=str(tmp_path), split="ratio_7_1_2").setup()
+
+
+_BAD_CSVS = {
+    "non_numeric": (
+        "date,a,b\n2020-01-01,1.0,2.0\n2020-01-02,oops,3.0\n",
+        "non-numeric value 'oops' in column 'a', data row 2",
+    ),
+    "ragged": ("date,a,b\n2020-01-01,1.0,2.0\n2020-01-02,1.0,3.0,4.0\n", "not a well-formed CSV.*line 3, saw 4"),
+    "binary": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", "is a binary file, not a CSV"),
+    "not_utf8": (b"date,a\n2020-01-01,\xe9\xff\xfe\n", "not a UTF-8 text CSV"),
+    "empty": ("", "is empty"),
+    "header_only": ("date,a,b\n", "has a header but no data rows"),
+    "no_values": ("date\n2020-01-01\n", "no value columns"),
+    "missing_cell": ("date,a,b\n2020-01-01,1.0,2.0\n2020-01-02,1.0\n", "missing values.*column 'b', data row 2"),
+    "boolean": ("date,a\n2020-01-01,true\n", "non-numeric value 'True' in column 'a'"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_BAD_CSVS))
+def test_a_bad_csv_is_one_config_error_naming_the_file(tmp_path, kind):
+    content, problem = _BAD_CSVS[kind]
+    path = tmp_path / f"{kind}.csv"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    dm = ForecastingDataModule(file=path.name, dataset=None, data_dir=str(tmp_path), split="ratio_7_1_2")
+    with pytest.raises(ConfigError, match=problem) as info:
+        dm.setup()
+    message = str(info.value)
+    assert str(path) in message and "\n" not in message
+    error = info.value  # no chained pandas traceback behind it
+    assert error.__cause__ is None and (error.__context__ is None or error.__suppress_context__)
+
+
+def test_a_missing_csv_names_the_path(tmp_path):
+    dm = ForecastingDataModule(file="nope.csv", dataset=None, data_dir=str(tmp_path), split="ratio_7_1_2")
+    with pytest.raises(ConfigError, match=f"no CSV at {tmp_path / 'nope.csv'}"):
+        dm.setup()
