@@ -36,3 +36,18 @@ def test_zoo_moe_stands_alone():
 
     assert zoo.errors.ConfigError is zoo.moe.errors.ConfigError and zoo.errors.ZooError is zoo.moe.errors.ZooError
     assert issubclass(zoo.errors.DatasetNotFoundError, zoo.moe.errors.ZooError)
+
+
+def test_zoo_moe_exports_resolve_lazily_and_errors_stay_torch_free():
+    """``zoo.errors`` (imported by the CLI) pulls in no torch; every name in ``zoo.moe.__all__`` resolves, and a
+    public name that equals a submodule's (``segment_mm``) is the function even after the submodule is imported."""
+    assert "torch" not in _modules_after("import zoo.errors, zoo.moe.errors")
+    code = (
+        "import zoo.moe.segment_mm, zoo.moe; import zoo.moe as m\n"
+        "assert set(m.__all__) == set(m._EXPORTS)\n"
+        "assert all(getattr(m, n) is not None for n in m.__all__)\n"
+        "assert callable(m.segment_mm) and not isinstance(m.segment_mm, type(m))\n"
+        "from zoo.moe import segment_mm, MoE\n"
+        "assert segment_mm is m.segment_mm and MoE.__module__ == 'zoo.moe.layer'"
+    )
+    assert "torch" in _modules_after(code)

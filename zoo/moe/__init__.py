@@ -11,8 +11,8 @@ Stands alone: ``import zoo.moe`` imports torch and nothing else of the zoo (no L
 
 Three combiners, each with a `Routing`: sparse token dispatch (``MoE`` / ``dispatch_combine``), dense context
 experts (``combine_dense``: every expert ran, the routing weights them, optional per-expert ``expert_scale``) and
-Soft-MoE slots (``zoo.moe.soft``). A mixture whose gate is not a batch of independent tokens checks its router
-with ``require_router(name, mixture, needs=...)``.
+Soft-MoE slots (``soft_moe``, in ``zoo.moe.soft``). A mixture whose gate is not a batch of independent tokens
+checks its router with ``require_router(name, mixture, needs=...)``.
 
 The public names load lazily (PEP 562), so ``import zoo.moe.errors`` (which ``zoo.errors`` does) stays free of
 torch; ``import zoo.moe`` then ``zoo.moe.MoE`` imports what it needs.
@@ -60,6 +60,10 @@ _EXPORTS = {
     "routers_that_apply": "zoo.moe.routers",
     "routing_summary": "zoo.moe.stats",
     "segment_mm": "zoo.moe.segment_mm",
+    "SoftMoEOutput": "zoo.moe.soft",
+    "slot_routing": "zoo.moe.soft",
+    "slot_weights": "zoo.moe.soft",
+    "soft_moe": "zoo.moe.soft",
     "sort_by_expert": "zoo.moe.dispatch",
     "weighted_aux_loss": "zoo.moe.weighting",
     "z_loss": "zoo.moe.losses",
@@ -83,6 +87,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from zoo.moe.routers import CAPABILITIES, ROUTERS, Router, make_router, require_router, routers_that_apply
     from zoo.moe.routing import MoEOutput, Routing
     from zoo.moe.segment_mm import segment_mm
+    from zoo.moe.soft import SoftMoEOutput, slot_routing, slot_weights, soft_moe
     from zoo.moe.stats import LayerSummary, RoutingSummary, layer_summary, routing_summary
     from zoo.moe.weighting import AUX_NAMES, weighted_aux_loss
 
@@ -129,6 +134,7 @@ __all__ = [
     "Router",
     "Routing",
     "RoutingSummary",
+    "SoftMoEOutput",
     "StackedExperts",
     "SwiGLUExperts",
     "ZooError",
@@ -147,6 +153,9 @@ __all__ = [
     "routers_that_apply",
     "routing_summary",
     "segment_mm",
+    "slot_routing",
+    "slot_weights",
+    "soft_moe",
     "sort_by_expert",
     "weighted_aux_loss",
     "z_loss",

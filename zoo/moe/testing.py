@@ -8,19 +8,22 @@ Used by every task's "every router in ``zoo.moe.ROUTERS``" test (the timm-style 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 import torch
 from torch import Tensor, nn
 
 from zoo.moe.routing import Routing
+from zoo.moe.stats import routing_summary
 
 
 def check_router_step(model: nn.Module, loss: Tensor, routings: Mapping[str, Routing]) -> None:
     """Assert one training step through ``model``'s mixtures is sound; raises AssertionError naming what failed.
 
     - ``loss`` is a finite scalar;
-    - at least one routing came back, each over at least one token, with finite logits and finite weights;
+    - at least one routing came back, each over at least one token, with finite logits and finite weights, and its
+      ``zoo.moe.routing_summary`` (what the records carry) is JSON-able and counts real tokens;
     - ``loss.backward()`` gives a finite, non-zero gradient to at least one router parameter (a parameter whose
       name contains ``router``) - unless no router has parameters at all.
     """
@@ -32,6 +35,9 @@ def check_router_step(model: nn.Module, loss: Tensor, routings: Mapping[str, Rou
         assert routing.num_tokens > 0, f"{name}: routing over no tokens"
         assert torch.isfinite(routing.logits).all(), f"{name}: non-finite router logits"
         assert torch.isfinite(routing.weights).all(), f"{name}: non-finite combine weights"
+    summary = routing_summary(routings).to_dict()
+    json.dumps(summary)
+    assert all(layer["tokens"] > 0 for layer in summary.values()), f"routing summary without real tokens: {summary}"
     model.zero_grad(set_to_none=True)
     loss.backward()
     router_params = [(n, p) for n, p in model.named_parameters() if "router" in n and p.requires_grad]
