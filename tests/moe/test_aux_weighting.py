@@ -37,6 +37,7 @@ def test_a_sequence_is_the_mean_over_layers():
     expected = sum(weighted_aux_loss(r, w) for r in rs) / 2
     torch.testing.assert_close(weighted_aux_loss(rs, w), expected)
     torch.testing.assert_close(weighted_aux_loss(rs[:1], w), weighted_aux_loss(rs[0], w))
+    assert torch.equal(weighted_aux_loss({"a": rs[0], "b": rs[1]}, w), weighted_aux_loss(rs, w))  # a step's dict
 
 
 def test_router_aux_names_come_from_the_routing():

@@ -41,20 +41,28 @@ def _value(routing: Routing, name: str) -> Tensor:
 
 
 def weighted_aux_loss(
-    routings: Routing | Sequence[Routing], weights: Mapping[str, float], erc: Tensor | None = None
+    routings: Routing | Sequence[Routing] | Mapping[str, Routing],
+    weights: Mapping[str, float],
+    erc: Tensor | None = None,
 ) -> Tensor:
     """``sum_name weights[name] * loss_name``, a scalar tensor (float32, on the routing's device).
 
-    ``routings``: one `Routing`, or a sequence of them (one per layer): then each named loss is the mean over
-    the layers, ``loss_name = sum_l loss_name(routing_l) / L``. A name found in ``routing.aux`` (computed by the
-    router) is taken from there, else computed by ``zoo.moe.LOSSES[name]``. Zero weights are skipped; names are
+    ``routings``: one `Routing`, or a sequence of them (one per layer) or a ``{layer_name: Routing}`` mapping (what
+    a step returns as ``outputs["routing"]``): then each named loss is the mean over the layers,
+    ``loss_name = sum_l loss_name(routing_l) / L``. A name found in ``routing.aux`` (computed by the router) is
+    taken from there, else computed by ``zoo.moe.LOSSES[name]``. Zero weights are skipped; names are
     summed in the order of ``weights``. ``erc``: the unweighted ERC loss (``MoE.erc_loss()``, mean over layers for
     a sequence), required when ``weights`` gives "erc" a non-zero weight.
     Raises ConfigError for an unknown name (listing the valid ones), a name this router does not produce, or a
     missing ``erc``.
     """
     weights = check_aux_weights(weights)
-    layers = [routings] if isinstance(routings, Routing) else list(routings)
+    if isinstance(routings, Routing):
+        layers = [routings]
+    elif isinstance(routings, Mapping):
+        layers = list(routings.values())
+    else:
+        layers = list(routings)
     if not layers:
         raise ValueError("weighted_aux_loss needs at least one Routing")
     first = layers[0].logits
