@@ -1,19 +1,37 @@
-"""Baselines in the C2GMoE table: dense GCN and GAT, and GMoE (layer-wise noisy top-k over hop-1/hop-2 GCNs)."""
+"""Baselines in the C²GMoE table: dense GCN and GAT, and GMoE (layer-wise routed hop-1/hop-2 GCN experts).
+
+* GCN: Kipf & Welling, "Semi-Supervised Classification with Graph Convolutional Networks", ICLR 2017,
+  arXiv:1609.02907 (Eq. 2: ``H' = sigma(D^-1/2 (A + I) D^-1/2 H W)``; the 2-layer model of Eq. 9).
+* GAT: Velickovic et al., "Graph Attention Networks", ICLR 2018, arXiv:1710.10903 (Eqs. 1-6; 8 heads x 8 on Cora).
+* GMoE: Wang et al., "Graph Mixture of Experts: Learning on Large-Scale Graphs with Explicit Diversity Modeling",
+  NeurIPS 2023, arXiv:2304.02806 (Eq. 3: ``h_i' = sum_e g(h_i)_e E_e(h_i)`` with hop-1 and hop-2 experts; gate:
+  noisy top-k of Shazeer et al. 2017, arXiv:1701.06538, Eqs. 3-5; aux loss: importance + load cv², Eqs. 6-10);
+  reference code VITA-Group/Graph-Mixture-of-Experts.
+"""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from zoo.moe import make_router
-from zoo.moe.losses import cv_squared_loss
+from zoo.errors import ConfigError
+from zoo.moe import Routing, combine_dense, make_router, weighted_aux_loss
+from zoo_tasks.graphs.checks import check_choice
 from zoo_tasks.graphs.experts import GNNExpert, edges_for, graph_head, input_dropout, make_conv, readout
-from zoo_tasks.graphs.output import GraphModelOutput
+from zoo_tasks.graphs.output import GraphModelOutput, unweighted_aux
+
+LEVELS = ("node", "graph")
+POOLS = ("mean", "sum")
+# A graph-level mixture gates items of a mini-batch of graphs: the routing of one item must not depend on the
+# other graphs in the batch (expert choice would make a test prediction depend on its batch-mates).
+GRAPH_LEVEL_NEEDS = ("per_token_choice",)
 
 
 class DenseGNN(nn.Module):
-    """A plain GNN classifier: GCN (Kipf & Welling, ICLR 2017) or GAT (Velickovic et al., ICLR 2018).
+    """A plain GNN classifier: GCN (arXiv:1609.02907) or GAT (arXiv:1710.10903).
 
     Node level: ``GNNExpert(kind, in_dim, hidden, num_classes)`` gives (N, C) logits directly (the papers'
     2-layer Cora models: GCN hidden 16, GAT 8 heads x 8). Graph level: the GNN maps to ``hidden`` channels,
@@ -35,8 +53,8 @@ class DenseGNN(nn.Module):
         pool: str = "mean",
     ) -> None:
         super().__init__()
-        if level not in ("node", "graph"):
-            raise ValueError(f"level must be 'node' or 'graph', got {level!r}")
+        check_choice("level", level, LEVELS)
+        check_choice("pool", pool, POOLS)
         self.level, self.pool = level, pool
         self.gnn = GNNExpert(
             kind,
@@ -62,16 +80,24 @@ class DenseGNN(nn.Module):
         return GraphModelOutput(F.log_softmax(out, dim=-1), out.new_zeros(()))
 
 
+class GMoELayerOutput(NamedTuple):
+    """What a :class:`GMoELayer` returns: the mixture (N, out_dim), its `Routing` over the N nodes, and every
+    expert's output (N, E, out_dim) (all experts run; the diagnostics compare them)."""
+
+    output: Tensor
+    routing: Routing
+    expert_outputs: Tensor
+
+
 class GMoELayer(nn.Module):
-    """One GMoE layer (Wang et al., "Graph Mixture of Experts", NeurIPS 2023; VITA-Group/Graph-Mixture-of-Experts).
+    """One GMoE layer (arXiv:2304.02806, Eq. 3): ``h_i' = sum_e g_ie * BN_e(conv_e(h))_i``.
 
-    Experts are single graph convolutions, the first ``num_hop1`` on 1-hop edges and the rest on 2-hop edges;
-    a noisy top-k router (Shazeer et al. 2017) on each node's input picks ``top_k`` of them and the layer
-    returns ``sum_e g_ie * BN_e(conv_e(x))_i``. Every expert runs on the whole graph (message passing needs
-    the neighbours' states), so dispatch is dense, as in the reference code. Aux loss: cv^2 of importance +
-    load (``zoo.moe.losses.cv_squared_loss``).
+    Experts are single graph convolutions, the first ``num_hop1`` on 1-hop edges and the rest on 2-hop edges; a
+    ``zoo.moe`` router on each node's input (noisy top-k in the paper) weighs them. Every expert runs on the whole
+    graph (message passing needs the neighbours' states), so the mixture is dense (``zoo.moe.combine_dense``),
+    as in the reference code.
 
-    Shapes: x (N, in_dim) -> (N, out_dim); ``last_expert_outputs`` (E, N, out_dim); ``last_routing`` over N.
+    Shapes: x (N, in_dim) -> :class:`GMoELayerOutput` (output (N, out_dim), routing over N, experts (N, E, out_dim)).
     """
 
     def __init__(
@@ -83,35 +109,47 @@ class GMoELayer(nn.Module):
         top_k: int = 1,
         router: str = "noisy_topk",
         batch_norm: bool = True,
+        router_kwargs: dict | None = None,
+        router_needs: tuple[str, ...] = (),
     ) -> None:
         super().__init__()
         if not 0 <= num_hop1 <= num_experts:
-            raise ValueError(f"num_hop1 must be in [0, num_experts={num_experts}], got {num_hop1}")
+            raise ConfigError(f"num_hop1={num_hop1} is not valid; choose from 0 .. num_experts={num_experts}")
         self.kinds = ["gcn"] * num_hop1 + ["gcn2"] * (num_experts - num_hop1)
         self.convs = nn.ModuleList(make_conv(kind, in_dim, out_dim) for kind in self.kinds)
         self.norms = nn.ModuleList(nn.BatchNorm1d(out_dim) if batch_norm else nn.Identity() for _ in self.kinds)
-        self.router = make_router(router, in_dim, num_experts, top_k=min(top_k, num_experts))
-        self.last_routing = None
-        self.last_expert_outputs: Tensor | None = None
+        self.router = make_router(
+            router,
+            in_dim,
+            num_experts,
+            top_k=min(top_k, num_experts),
+            mixture="GMoE's graph-level node gate",
+            needs=router_needs,
+            **(router_kwargs or {}),
+        )
 
-    def forward(self, x: Tensor, edge_index: Tensor, edge_index_2hop: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, edge_index: Tensor, edge_index_2hop: Tensor | None = None) -> GMoELayerOutput:
         routing = self.router(x)
         outs = torch.stack(
             [
                 norm(conv(x, edges_for(kind, edge_index, edge_index_2hop)))
                 for kind, conv, norm in zip(self.kinds, self.convs, self.norms)
-            ]
-        )  # (E, N, out_dim)
-        self.last_routing, self.last_expert_outputs = routing, outs
-        return torch.einsum("ne,end->nd", routing.dense_weights(), outs)
+            ],
+            dim=1,
+        )  # (N, E, out_dim)
+        return GMoELayerOutput(combine_dense(outs, routing), routing, outs)
 
 
 class GMoE(nn.Module):
-    """GMoE network: a stack of :class:`GMoELayer` (ReLU + dropout between layers).
+    """GMoE network (arXiv:2304.02806): a stack of :class:`GMoELayer` (ReLU + dropout between layers).
 
     Node level: layers in_dim -> hidden -> ... -> num_classes (the last layer's expert outputs are class
     logits). Graph level: layers in_dim -> hidden ... -> hidden, pooled per graph, MLP head -> (B, C).
-    ``aux_loss = balance_weight * mean over layers of cv_squared_loss`` (coef 1e-2 in the reference code).
+    Aux loss: ``zoo.moe.weighted_aux_loss`` over every layer's routing with ``{"cv_squared": balance_weight}``
+    (mean over layers; coefficient 1e-2 in the reference code).
+
+    Shapes: x (N, in_dim) -> :class:`~zoo_tasks.graphs.output.GraphModelOutput` with log_probs (T, C), routings
+    ``{"layers.0": ..., "layers.1": ...}`` over the N nodes, expert_outputs (N, E, D) of the last layer.
     """
 
     def __init__(
@@ -129,11 +167,15 @@ class GMoE(nn.Module):
         batch_norm: bool = True,
         level: str = "node",
         pool: str = "mean",
+        router_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
-        if level not in ("node", "graph"):
-            raise ValueError(f"level must be 'node' or 'graph', got {level!r}")
-        self.level, self.pool, self.dropout, self.balance_weight = level, pool, dropout, balance_weight
+        check_choice("level", level, LEVELS)
+        check_choice("pool", pool, POOLS)
+        if num_layers < 1:
+            raise ConfigError(f"num_layers must be >= 1, got {num_layers}")
+        self.level, self.pool, self.dropout = level, pool, dropout
+        self.aux_weights = {"cv_squared": balance_weight}
         last = num_classes if level == "node" else hidden
         dims = [in_dim] + [hidden] * (num_layers - 1) + [last]
         self.layers = nn.ModuleList(
@@ -145,6 +187,8 @@ class GMoE(nn.Module):
                 top_k,
                 router,
                 batch_norm=batch_norm and not (level == "node" and i == num_layers - 1),
+                router_kwargs=router_kwargs,
+                router_needs=GRAPH_LEVEL_NEEDS if level == "graph" else (),
             )
             for i in range(num_layers)
         )
@@ -155,23 +199,23 @@ class GMoE(nn.Module):
     def forward(
         self, x: Tensor, edge_index: Tensor, edge_index_2hop: Tensor | None = None, batch: Tensor | None = None
     ) -> GraphModelOutput:
-        balance = x.new_zeros(())
+        routings: dict[str, Routing] = {}
         for i, layer in enumerate(self.layers):
             drop = input_dropout if i == 0 else F.dropout
-            x = layer(drop(x, self.dropout, self.training), edge_index, edge_index_2hop)
-            balance = balance + cv_squared_loss(layer.last_routing)
+            x, routings[f"layers.{i}"], expert_outputs = layer(
+                drop(x, self.dropout, self.training), edge_index, edge_index_2hop
+            )
             if i < len(self.layers) - 1 or self.head is not None:
                 x = F.relu(x)
         if self.head is not None:
             if batch is None:
                 batch = x.new_zeros(x.shape[0], dtype=torch.long)
             x = self.head(readout(x, batch, self.pool))
-        balance = balance / len(self.layers)
-        last = self.layers[-1]
+        layers = list(routings.values())
         return GraphModelOutput(
             F.log_softmax(x, dim=-1),
-            self.balance_weight * balance,
-            {"balance": balance},
-            routing=last.last_routing,
-            expert_outputs=last.last_expert_outputs,
+            weighted_aux_loss(layers, self.aux_weights),
+            {"balance": unweighted_aux(layers, "cv_squared")},
+            routings=routings,
+            expert_outputs=expert_outputs,
         )

@@ -1,19 +1,19 @@
-"""C2GMoE: Graph MoE with group-wise Contrastive routing and Confidence-aware fusion.
+"""C²GMoE: Graph MoE with group-wise Contrastive routing and Confidence-aware fusion.
 
-"Discriminative Mixture-of-Experts on Graphs with Reliable Expert Fusion" (ICML 2026; no public code). The paper
-diagnoses three failures of graph MoEs -- homogenised experts, a router that collapses onto few experts, and
-uncertain routing that correlates with errors -- and fixes them with
+"Discriminative Mixture-of-Experts on Graphs with Reliable Expert Fusion" (ICML 2026; abstract only: no arXiv
+version, no equations and no code are public, so the loss and fusion forms below are this implementation's own
+reading, written out as equations on each function). The paper diagnoses three failures of graph MoEs --
+homogenised experts, a router that collapses onto few experts, and uncertain routing that correlates with
+errors -- and fixes them with
 
 1. **group-wise contrastive routing** (:func:`group_contrastive_routing_loss`): items are grouped into semantic
-   clusters (k-means on the router's structure-aware hidden features, :func:`kmeans`); each item's routing
-   distribution is pulled toward its cluster's mean routing and pushed away from the other clusters', while a
-   load-balancing term (cv^2 of importance and load, as in GMoE) keeps every expert in use;
+   clusters (k-means, :func:`zoo.utils.kmeans.kmeans`, on the router's structure-aware hidden features); each
+   item's routing distribution is pulled toward its cluster's mean routing and pushed away from the other
+   clusters', while a load-balancing term (importance + load cv², Shazeer et al. 2017, arXiv:1701.06538,
+   Eqs. 6-10, as in GMoE) keeps every expert in use;
 2. **confidence-aware fusion** (:func:`confidence_fusion`): the combine weight of expert e on item i is the
    router weight times that expert's confidence on i (1 - normalised predictive entropy, or top-2 margin),
    renormalised over the selected experts, so an unsure expert contributes less even when routed to.
-
-The abstract leaves the exact expert set, cluster source and loss forms open; the choices here are documented
-on each function and in ``leaderboard/c2gmoe.md``.
 """
 
 from __future__ import annotations
@@ -25,41 +25,15 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GCNConv
 
-from zoo.moe import make_router
-from zoo.moe.losses import cv_squared_loss
+from zoo.errors import ConfigError
+from zoo.moe import Routing, combine_dense, make_router, mixture_weights, weighted_aux_loss
+from zoo.utils.kmeans import kmeans
+from zoo_tasks.graphs.baselines import GRAPH_LEVEL_NEEDS, LEVELS, POOLS
+from zoo_tasks.graphs.checks import check_choice
 from zoo_tasks.graphs.experts import GNNExpert, graph_head, input_dropout, readout
-from zoo_tasks.graphs.output import GraphModelOutput
+from zoo_tasks.graphs.output import GraphModelOutput, unweighted_aux
 
-
-@torch.no_grad()
-def kmeans(
-    x: Tensor, k: int, iters: int = 10, init: Tensor | None = None, generator: torch.Generator | None = None
-) -> tuple[Tensor, Tensor]:
-    """Lloyd's k-means. x (T, d) -> labels (T,) long in [0, k'), centroids (k', d), with k' = min(k, T).
-
-    ``init`` (k', d) warm-starts the centroids (used across training steps so clusters stay stable); otherwise
-    k-means++ seeding with ``generator``. Empty clusters keep their previous centroid.
-    """
-    if x.dim() != 2 or x.shape[0] == 0:
-        raise ValueError(f"kmeans expects a non-empty (T, d) tensor, got shape {tuple(x.shape)}")
-    x = x.float()
-    k = min(k, x.shape[0])
-    if init is not None and init.shape == (k, x.shape[1]):
-        centroids = init.to(x).clone()
-    else:
-        first = torch.randint(x.shape[0], (1,), generator=generator, device="cpu").item()
-        centroids = x[first : first + 1]
-        for _ in range(1, k):
-            d2 = torch.cdist(x, centroids).min(dim=1).values.pow(2)
-            probs = (d2 / d2.sum()).cpu() if d2.sum() > 0 else torch.full((x.shape[0],), 1.0 / x.shape[0])
-            idx = torch.multinomial(probs, 1, generator=generator).item()
-            centroids = torch.cat([centroids, x[idx : idx + 1]])
-    for _ in range(iters):
-        labels = torch.cdist(x, centroids).argmin(dim=1)
-        sums = torch.zeros_like(centroids).index_add_(0, labels, x)
-        counts = torch.bincount(labels, minlength=k).to(x.dtype)[:, None]
-        centroids = torch.where(counts > 0, sums / counts.clamp_min(1), centroids)
-    return torch.cdist(x, centroids).argmin(dim=1), centroids
+CONFIDENCES = ("entropy", "margin", "none")
 
 
 def group_contrastive_routing_loss(probs: Tensor, clusters: Tensor, temperature: float = 0.2) -> Tensor:
@@ -85,7 +59,7 @@ def group_contrastive_routing_loss(probs: Tensor, clusters: Tensor, temperature:
             f"probs must be (T, E) and clusters (T,), got {tuple(probs.shape)} and {tuple(clusters.shape)}"
         )
     if temperature <= 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
+        raise ConfigError(f"temperature={temperature} is not valid; it must be > 0")
     ids, inverse = torch.unique(clusters, return_inverse=True)
     if ids.numel() < 2:
         return probs.sum() * 0.0
@@ -100,45 +74,47 @@ def expert_confidence(log_probs: Tensor, kind: str = "entropy") -> Tensor:
 
     Args:
         log_probs: (E, T, C) log class probabilities of each expert.
-        kind: ``"entropy"``: ``1 - H(p) / log C``; ``"margin"``: ``p_(1) - p_(2)``.
+        kind: ``"entropy"``: ``c = 1 - H(p) / log C``; ``"margin"``: ``c = p_(1) - p_(2)``.
 
     Returns:
         (T, E) confidences.
     """
+    check_choice("confidence", kind, CONFIDENCES[:2])
     probs = log_probs.exp()
     if kind == "entropy":
         ent = -(probs * log_probs).sum(-1)
         conf = 1.0 - ent / math.log(max(log_probs.shape[-1], 2))
-    elif kind == "margin":
+    else:
         top2 = probs.topk(min(2, probs.shape[-1]), dim=-1).values
         conf = top2[..., 0] - (top2[..., 1] if top2.shape[-1] > 1 else 0.0)
-    else:
-        raise ValueError(f"unknown confidence kind {kind!r}; choose 'entropy' or 'margin'")
     return conf.clamp(0.0, 1.0).t()
 
 
 def confidence_fusion(
-    expert_log_probs: Tensor, router_weights: Tensor, confidence: Tensor | None, eps: float = 1e-6
+    expert_log_probs: Tensor, routing: Routing, confidence: Tensor | None, eps: float = 1e-6
 ) -> tuple[Tensor, Tensor]:
-    """Fuse expert predictions with weights ``w_ie ∝ g_ie * c_ie`` (router weight x confidence).
+    """Fuse expert predictions: ``p(i) = sum_e w_ie p_e(i)``, ``w_ie = g_ie (c_ie + eps) / sum_f g_if (c_if + eps)``.
+
+    ``g`` are the routing's dense combine weights (0 for experts not selected) and ``c`` the confidences, the
+    ``expert_scale`` hook of ``zoo.moe.combine_dense`` (renormalised over experts). Without confidence (the
+    ablation) the router weights alone are renormalised.
 
     Args:
         expert_log_probs: (E, T, C) expert log class probabilities.
-        router_weights: (T, E) dense router combine weights (0 for experts not selected).
-        confidence: (T, E) expert confidences in [0, 1], or None for router-only fusion (the ablation).
+        routing: the router's `Routing` over the T items and E experts.
+        confidence: (T, E) expert confidences in [0, 1], or None for router-only fusion.
         eps: keeps the weights defined when every selected expert has confidence 0 (then the router decides).
 
     Returns:
-        log_probs (T, C) of the mixture ``sum_e w_ie p_e(i)``, and the weights w (T, E) (rows sum to 1).
+        log_probs (T, C) of the mixture, and the weights w (T, E) (rows sum to 1).
     """
-    weights = router_weights if confidence is None else router_weights * (confidence + eps)
-    weights = weights / weights.sum(-1, keepdim=True).clamp_min(1e-12)
-    mixture = torch.einsum("te,etc->tc", weights, expert_log_probs.exp())
-    return mixture.clamp_min(1e-12).log(), weights
+    scale = None if confidence is None else confidence + eps
+    mixture = combine_dense(expert_log_probs.exp().transpose(0, 1), routing, expert_scale=scale, renormalize=True)
+    return mixture.clamp_min(1e-12).log(), mixture_weights(routing, scale, renormalize=True)
 
 
 class C2GMoE(nn.Module):
-    """C2GMoE (ICML 2026): prediction-level mixture of heterogeneous GNN experts, contrastive routing,
+    """C²GMoE (ICML 2026): prediction-level mixture of heterogeneous GNN experts, contrastive routing,
     confidence-aware fusion.
 
     Each expert is a full GNN (:class:`~zoo_tasks.graphs.experts.GNNExpert`, kinds such as hop-1 / hop-2 GCN, GAT,
@@ -147,21 +123,23 @@ class C2GMoE(nn.Module):
     expert's node embeddings are mean/sum pooled per graph and each expert has its own MLP head.
 
     Shapes: x (N, in_dim), edge_index (2, m), edge_index_2hop (2, m2) when a hop-2 expert is used, batch (N,)
-    graph ids for ``level="graph"``. Output :class:`~zoo_tasks.graphs.output.GraphModelOutput` with log_probs (T, C),
-    T = N (node level) or B graphs.
+    graph ids for ``level="graph"``. Output :class:`~zoo_tasks.graphs.output.GraphModelOutput` with log_probs
+    (T, C), T = N (node level) or B graphs, routings ``{"router": Routing over T}``, expert_outputs (T, E, C)
+    expert logits, expert_log_probs (E, T, C).
 
     Args:
         expert_kinds: one expert per entry, e.g. ``["gcn", "gcn2", "gat", "sage"]``.
-        router: ``zoo.moe`` router name; ``top_k`` experts per item. Default softmax ``"topk"``: noisy top-k
-            starts its gate at zero (Shazeer et al.), where every item routes uniformly and the contrastive loss
-            sits at a symmetric saddle with zero gradient -- in our Cora runs it never left it.
+        router, router_kwargs: ``zoo.moe`` router name and its extra arguments; ``top_k`` experts per item.
+            Default softmax ``"topk"``: noisy top-k starts its gate at zero (Shazeer et al.), where every item
+            routes uniformly and the contrastive loss sits at a symmetric saddle with zero gradient.
         confidence: ``"entropy"``, ``"margin"`` or ``"none"`` (router-only fusion: the no-confidence ablation).
         contrastive_weight: weight of :func:`group_contrastive_routing_loss` (0: the no-contrastive ablation).
-        balance_weight: weight of ``cv_squared_loss`` (importance + load, Shazeer et al. 2017 / GMoE).
-        num_clusters, temperature, kmeans_iters: the semantic clusters and the contrastive temperature.
-        router_norm: LayerNorm the router features before the gate. Without it, row-normalised bag-of-words
-            inputs (Cora) give router features of size ~1e-2, the router logits stay ~0, routing stays uniform and
-            the contrastive loss sits at its zero-gradient saddle (seen in our first Cora runs).
+        balance_weight: weight of the importance + load cv² loss (``zoo.moe`` "cv_squared", as in GMoE).
+        num_clusters, temperature, kmeans_iters: the semantic clusters (0: one per expert) and the contrastive
+            temperature.
+        router_norm: LayerNorm the router features before the gate. Row-normalised bag-of-words inputs (Cora)
+            give router features of size ~1e-2, so without it the router logits stay ~0, routing stays uniform
+            and the contrastive loss sits at its zero-gradient saddle.
     """
 
     def __init__(
@@ -185,17 +163,22 @@ class C2GMoE(nn.Module):
         temperature: float = 0.2,
         kmeans_iters: int = 5,
         router_norm: bool = False,
+        router_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
-        if level not in ("node", "graph"):
-            raise ValueError(f"level must be 'node' or 'graph', got {level!r}")
-        if confidence not in ("entropy", "margin", "none"):
-            raise ValueError(f"confidence must be 'entropy', 'margin' or 'none', got {confidence!r}")
+        check_choice("level", level, LEVELS)
+        check_choice("pool", pool, POOLS)
+        check_choice("confidence", confidence, CONFIDENCES)
         if not expert_kinds:
-            raise ValueError("C2GMoE needs at least one expert kind")
+            raise ConfigError("expert_kinds is empty; C²GMoE needs at least one expert kind")
+        if temperature <= 0:
+            raise ConfigError(f"temperature={temperature} is not valid; it must be > 0")
+        if num_clusters < 0:
+            raise ConfigError(f"num_clusters={num_clusters} is not valid; use 0 (one per expert) or more")
         self.level, self.pool, self.dropout = level, pool, dropout
         self.confidence = confidence
-        self.contrastive_weight, self.balance_weight = contrastive_weight, balance_weight
+        self.contrastive_weight = contrastive_weight
+        self.aux_weights = {"cv_squared": balance_weight}
         self.num_experts = len(expert_kinds)
         self.num_clusters = num_clusters or self.num_experts
         self.temperature, self.kmeans_iters = temperature, kmeans_iters
@@ -209,9 +192,17 @@ class C2GMoE(nn.Module):
             self.heads = nn.ModuleList(graph_head(hidden, num_classes, dropout) for _ in expert_kinds)
         self.router_conv = GCNConv(in_dim, router_hidden)
         self.router_norm = nn.LayerNorm(router_hidden) if router_norm else nn.Identity()
-        self.router = make_router(router, router_hidden, self.num_experts, top_k=min(top_k, self.num_experts))
+        self.router = make_router(
+            router,
+            router_hidden,
+            self.num_experts,
+            top_k=min(top_k, self.num_experts),
+            mixture="C²GMoE's per-graph gate",
+            needs=GRAPH_LEVEL_NEEDS if level == "graph" else (),
+            **(router_kwargs or {}),
+        )
+        # k-means centroids of the previous training step (warm start keeps clusters stable); not in checkpoints
         self.register_buffer("centroids", torch.empty(0), persistent=False)
-        self.last_clusters: Tensor | None = None
 
     def forward(
         self, x: Tensor, edge_index: Tensor, edge_index_2hop: Tensor | None = None, batch: Tensor | None = None
@@ -233,15 +224,24 @@ class C2GMoE(nn.Module):
         expert_logits = torch.stack(outs)  # (E, T, C)
         expert_log_probs = F.log_softmax(expert_logits, dim=-1)
         conf = None if self.confidence == "none" else expert_confidence(expert_log_probs.detach(), self.confidence)
-        log_probs, weights = confidence_fusion(expert_log_probs, routing.dense_weights(), conf)
+        log_probs, weights = confidence_fusion(expert_log_probs, routing, conf)
 
-        aux = {"balance": cv_squared_loss(routing)}
-        aux_loss = self.balance_weight * aux["balance"]
+        aux = {"balance": unweighted_aux(routing, "cv_squared")}
+        aux_loss = weighted_aux_loss(routing, self.aux_weights)
         if self.training and self.contrastive_weight > 0:
             clusters = self.cluster(h_route.detach())
             aux["contrastive"] = group_contrastive_routing_loss(routing.router_probs(), clusters, self.temperature)
+            # weighted here: zoo.moe.weighted_aux_loss only takes the zoo.moe loss names (AUX_NAMES)
             aux_loss = aux_loss + self.contrastive_weight * aux["contrastive"]
-        return GraphModelOutput(log_probs, aux_loss, aux, routing, expert_logits, expert_log_probs, weights)
+        return GraphModelOutput(
+            log_probs,
+            aux_loss,
+            aux,
+            routings={"router": routing},
+            expert_outputs=expert_logits.transpose(0, 1),
+            expert_log_probs=expert_log_probs,
+            fusion_weights=weights,
+        )
 
     @torch.no_grad()
     def cluster(self, features: Tensor) -> Tensor:
@@ -249,5 +249,4 @@ class C2GMoE(nn.Module):
         init = self.centroids if self.centroids.numel() else None
         labels, centroids = kmeans(features, self.num_clusters, self.kmeans_iters, init=init)
         self.centroids = centroids
-        self.last_clusters = labels
         return labels

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytorch_lightning as pl
-from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.model_selection import train_test_split
 from torch_geometric.datasets import Planetoid, TUDataset
 from torch_geometric.loader import DataLoader
 
 from zoo.data import get_dataset_spec, writable_copy
+from zoo.errors import ConfigError, DatasetNotFoundError
+from zoo.utils.folds import stratified_fold
 from zoo_tasks.graphs.experts import AddTwoHopEdges
 
 
@@ -25,17 +27,17 @@ def pyg_root(family: str, name: str, data_dir: str | None) -> Path:
     if known:
         return writable_copy(family, path=data_dir, files=[f"{name}/raw"])
     if data_dir is None:
-        raise FileNotFoundError(
-            f"{family} dataset {name!r} is not in the zoo catalog; pass data_dir=<folder holding {name}/raw/>"
+        raise DatasetNotFoundError(
+            f"{family} dataset name={name!r} is not in the zoo catalog; pass data_dir=<folder holding {name}/raw/>"
         )
     root = Path(data_dir).expanduser()
     if not (root / name / "raw").is_dir():
-        raise FileNotFoundError(f"{family} dataset {name!r}: expected raw files under {root / name / 'raw'}")
+        raise DatasetNotFoundError(f"{family} dataset {name!r}: no raw files under data_dir={str(root)!r}/{name}/raw")
     return root
 
 
 class PlanetoidDataModule(pl.LightningDataModule):
-    """A Planetoid citation graph (Yang et al., ICML 2016) for transductive node classification.
+    """A Planetoid citation graph (Yang et al., ICML 2016, arXiv:1603.08861) for transductive node classification.
 
     One full-batch graph: ``x`` (N, F), ``edge_index`` (2, m), ``edge_index_2hop`` (2, m2), ``y`` (N,) and the
     public split masks (20 labels per class for training, 500 validation, 1000 test nodes, as in GCN/GAT). Every
@@ -89,11 +91,11 @@ class PlanetoidDataModule(pl.LightningDataModule):
 
 
 class TUDataModule(pl.LightningDataModule):
-    """A TUDataset graph-classification benchmark (Morris et al., 2020) with stratified k-fold CV.
+    """A TUDataset graph-classification benchmark (Morris et al., 2020, arXiv:2007.08663) with stratified k-fold CV.
 
-    Fold ``fold`` of ``num_folds`` (``sklearn.model_selection.StratifiedKFold``, shuffled with ``split_seed``) is
+    Fold ``fold`` of ``num_folds`` (``zoo.utils.folds.stratified_fold``, shuffled with ``split_seed``) is
     the test set; the remaining graphs are split again, stratified, into train and a ``val_ratio`` validation set
-    used for model selection (Errica et al., ICLR 2020), so the test fold is never looked at while training.
+    used for model selection (Errica et al., ICLR 2020, arXiv:1912.09893), so training never sees the test fold.
     Node features: one-hot node labels, concatenated with continuous node attributes when present
     (``use_node_attr``, e.g. ENZYMES' 18 and PROTEINS' 1). Batches are PyG ``Batch`` objects with
     ``x`` (N, F), ``edge_index``, ``edge_index_2hop``, ``batch`` (N,) and ``y`` (B,).
@@ -119,9 +121,9 @@ class TUDataModule(pl.LightningDataModule):
     ) -> None:
         super().__init__()
         if not 0 <= fold < num_folds:
-            raise ValueError(f"fold must be in [0, {num_folds}), got {fold}")
+            raise ConfigError(f"fold={fold} is not valid; choose from 0 .. num_folds-1 = {num_folds - 1}")
         if not 0.0 < val_ratio < 1.0:
-            raise ValueError(f"val_ratio must be in (0, 1), got {val_ratio}")
+            raise ConfigError(f"val_ratio={val_ratio} is not valid; it must be in (0, 1)")
         self.save_hyperparameters()
         self.name, self.data_dir, self.fold, self.num_folds = name, data_dir, fold, num_folds
         self.val_ratio, self.batch_size, self.split_seed = val_ratio, batch_size, split_seed
@@ -139,8 +141,7 @@ class TUDataModule(pl.LightningDataModule):
         """(train, val, test) graph indices of this fold; the test folds of all k folds partition the dataset."""
         self.setup()
         y = self.labels
-        folds = StratifiedKFold(self.num_folds, shuffle=True, random_state=self.split_seed)
-        rest, test = list(folds.split(np.zeros(len(y)), y))[self.fold]
+        rest, test = stratified_fold(y, self.fold, self.num_folds, self.split_seed)
         train, val = train_test_split(
             rest, test_size=self.val_ratio, stratify=y[rest], random_state=self.split_seed + self.fold
         )
@@ -150,7 +151,7 @@ class TUDataModule(pl.LightningDataModule):
         if self.dataset is None:
             dataset = self._dataset()
             if dataset.num_features == 0:
-                raise ValueError(f"TU dataset {self.name!r} has no node labels or attributes to use as features")
+                raise ConfigError(f"TU dataset name={self.name!r} has no node labels or attributes to use as features")
             self.num_features, self.num_classes = dataset.num_features, dataset.num_classes
             self.labels = dataset.y.numpy()
             add_two_hop = AddTwoHopEdges()

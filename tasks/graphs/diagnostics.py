@@ -1,12 +1,13 @@
-"""The C2GMoE paper's graph-MoE diagnostics: expert homogeneity, load distribution, routing entropy vs correctness.
+"""The C²GMoE paper's graph-MoE diagnostics: expert homogeneity, load distribution, routing entropy vs correctness.
 
 * **Expert homogeneity**: cosine similarity between the outputs of experts e and f on the same item, averaged
   over items -> (E, E) matrix; homogeneity is its mean off-diagonal entry (1 = all experts say the same thing).
-* **Load distribution** (router collapse): fraction of top-k slots each expert receives; summarised by the
-  normalised load entropy (1 = flat) and max/mean load.
-* **Routing uncertainty**: per-item entropy of the router probabilities / log E, split by whether the final
-  prediction was correct; the point-biserial (Pearson) correlation between entropy and correctness (the paper
-  reports a negative one).
+* **Load distribution** (router collapse) and mean routing entropy: ``zoo.moe.routing_summary`` (the numbers
+  every task reports): fraction of top-k slots per expert, normalised load entropy (1 = flat), max/mean load,
+  dead experts, mean normalised router entropy.
+* **Routing uncertainty vs errors** (task-specific): per-item entropy of the router probabilities / log E, split
+  by whether the final prediction was correct; the point-biserial (Pearson) correlation between entropy and
+  correctness (the paper reports a negative one).
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from zoo_tasks.graphs.output import GraphModelOutput
+from zoo.moe import Routing, RoutingSummary
 
 
 def expert_similarity(expert_outputs: Tensor) -> Tensor:
-    """(E, T, D) expert outputs -> (E, E) item-averaged pairwise cosine similarity."""
-    z = F.normalize(expert_outputs.float(), dim=-1)
-    return torch.einsum("etd,ftd->ef", z, z) / max(z.shape[1], 1)
+    """(T, E, D) expert outputs -> (E, E) item-averaged pairwise cosine similarity."""
+    T, E = expert_outputs.shape[:2]
+    z = F.normalize(expert_outputs.float(), dim=-1).transpose(0, 1).reshape(E, -1)  # (E, T * D)
+    return z @ z.t() / max(T, 1)
 
 
 def homogeneity(similarity: Tensor) -> float:
@@ -44,12 +46,6 @@ def routing_entropy(probs: Tensor) -> Tensor:
     return ent / (math.log(E) if E > 1 else 1.0)
 
 
-def load_fractions(indices: Tensor, num_experts: int) -> Tensor:
-    """(T, k) expert ids (-1 = empty slot) -> (E,) fraction of slots per expert."""
-    counts = torch.bincount(indices[indices >= 0].reshape(-1), minlength=num_experts)[:num_experts].float()
-    return counts / counts.sum().clamp_min(1.0)
-
-
 def point_biserial(values: np.ndarray, binary: np.ndarray) -> float:
     """Pearson correlation between a continuous and a 0/1 variable; NaN when either is constant."""
     if values.size < 2 or values.std() == 0 or binary.std() == 0:
@@ -58,37 +54,42 @@ def point_biserial(values: np.ndarray, binary: np.ndarray) -> float:
 
 
 class DiagnosticsAccumulator:
-    """Collects routing and expert outputs over test batches and summarises them.
+    """Collects one mixture's routing and expert outputs over test batches and summarises them.
 
-    ``update(output, correct, item_batch)``: ``correct`` (T,) bool per predicted item; when the router routes
-    nodes while predictions are per graph (GMoE on graph classification), ``item_batch`` (N,) maps each routed
-    node to its graph so the node inherits the graph's correctness.
+    ``update(routing, correct, expert_outputs, item_batch)``: only the routing's real tokens
+    (``routing.token_mask()``, e.g. the test nodes) count. ``correct`` (T,) bool per predicted item; when the
+    router routes nodes while predictions are per graph (GMoE on graph classification), ``item_batch`` (N,) maps
+    each routed node to its graph so the node inherits the graph's correctness. ``expert_outputs`` (T, E, D).
     """
+
+    LAYER = "diagnosed"
 
     def __init__(self) -> None:
         self.entropy: list[Tensor] = []
         self.correct: list[Tensor] = []
-        self.indices: list[Tensor] = []
+        self.summary = RoutingSummary()
         self.sim_sum: Tensor | None = None
         self.sim_items = 0
-        self.num_experts = 0
 
-    def update(self, output: GraphModelOutput, correct: Tensor, item_batch: Tensor | None = None) -> None:
-        routing = output.routing
-        if routing is None:
-            return
-        self.num_experts = routing.num_experts
+    def update(
+        self,
+        routing: Routing,
+        correct: Tensor,
+        expert_outputs: Tensor | None = None,
+        item_batch: Tensor | None = None,
+    ) -> None:
         routed_correct = correct if item_batch is None else correct[item_batch]
         if routed_correct.shape[0] != routing.num_tokens:
             raise ValueError(f"{routing.num_tokens} routed items but {routed_correct.shape[0]} correctness flags")
-        self.entropy.append(routing_entropy(routing.router_probs().detach()).cpu())
-        self.correct.append(routed_correct.detach().cpu())
-        self.indices.append(routing.indices.detach().cpu())
-        if output.expert_outputs is not None:
-            outs = output.expert_outputs.detach()
-            sim = expert_similarity(outs).cpu() * outs.shape[1]
+        real = routing.token_mask()
+        self.summary.add({self.LAYER: routing})
+        self.entropy.append(routing_entropy(routing.router_probs().detach()[real]).cpu())
+        self.correct.append(routed_correct[real].detach().cpu())
+        if expert_outputs is not None:
+            outs = expert_outputs.detach()[real]
+            sim = expert_similarity(outs).cpu() * outs.shape[0]
             self.sim_sum = sim if self.sim_sum is None else self.sim_sum + sim
-            self.sim_items += outs.shape[1]
+            self.sim_items += outs.shape[0]
 
     def __bool__(self) -> bool:
         return bool(self.entropy)
@@ -99,15 +100,14 @@ class DiagnosticsAccumulator:
             return {}
         entropy = torch.cat(self.entropy).numpy()
         correct = torch.cat(self.correct).numpy().astype(bool)
-        load = load_fractions(torch.cat(self.indices), self.num_experts)
-        E = self.num_experts
-        load_entropy = float(-(load * load.clamp_min(1e-12).log()).sum() / (math.log(E) if E > 1 else 1.0))
+        layer = self.summary.layers[self.LAYER]
         result = {
-            "num_experts": E,
-            "load": [round(float(v), 6) for v in load],
-            "load_entropy": load_entropy,
-            "max_over_mean_load": float(load.max() / load.mean()) if float(load.mean()) > 0 else 0.0,
-            "routing_entropy": float(entropy.mean()),
+            "num_experts": layer.num_experts,
+            "load": [round(float(v), 6) for v in layer.load],
+            "load_entropy": layer.load_entropy,
+            "max_over_mean_load": layer.max_over_mean_load,
+            "dead_experts": layer.dead_experts,
+            "routing_entropy": layer.entropy,
             "routing_entropy_correct": float(entropy[correct].mean()) if correct.any() else float("nan"),
             "routing_entropy_incorrect": float(entropy[~correct].mean()) if (~correct).any() else float("nan"),
             "entropy_correctness_corr": point_biserial(entropy, correct),

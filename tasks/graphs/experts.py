@@ -2,19 +2,22 @@
 
 An expert *kind* names a message-passing operator and the edges it runs on:
 
-========== ============================================================ ===========================
-kind       operator                                                     edges
-========== ============================================================ ===========================
-``gcn``    ``GCNConv`` (Kipf & Welling, ICLR 2017)                      1-hop ``edge_index``
-``gcn2``   ``GCNConv``                                                  2-hop ``edge_index_2hop``
-``gat``    ``GATConv`` (Velickovic et al., ICLR 2018), heads concatenated 1-hop
-``sage``   ``SAGEConv`` (Hamilton et al., NeurIPS 2017), mean aggregation 1-hop
-``gin``    ``GINConv`` with a 2-layer MLP (Xu et al., ICLR 2019)        1-hop
-``gin2``   ``GINConv``                                                  2-hop
-========== ============================================================ ===========================
+========== ================================================================== =========================
+kind       operator                                                           edges
+========== ================================================================== =========================
+``gcn``    ``GCNConv`` (Kipf & Welling, ICLR 2017, arXiv:1609.02907, Eq. 2)   1-hop ``edge_index``
+``gcn2``   ``GCNConv``                                                        2-hop ``edge_index_2hop``
+``gat``    ``GATConv`` (Velickovic et al., ICLR 2018, arXiv:1710.10903,       1-hop
+           Eqs. 1-5), heads concatenated
+``sage``   ``SAGEConv`` (Hamilton et al., NeurIPS 2017, arXiv:1706.02216,     1-hop
+           Alg. 1), mean aggregation
+``gin``    ``GINConv`` with a 2-layer MLP (Xu et al., ICLR 2019,              1-hop
+           arXiv:1810.00826, Eq. 4.1)
+``gin2``   ``GINConv``                                                        2-hop
+========== ================================================================== =========================
 
-Hop-2 experts follow GMoE (Wang et al., "Graph Mixture of Experts", NeurIPS 2023): they aggregate over the
-nodes exactly two hops away, given as a separate edge set built by :func:`two_hop_edge_index`.
+Hop-2 experts follow GMoE (Wang et al., NeurIPS 2023, arXiv:2304.02806): they aggregate over the nodes two hops
+away, given as a separate edge set built by :func:`two_hop_edge_index`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from torch_geometric.data import Data
 from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv, global_add_pool, global_mean_pool
 from torch_geometric.transforms import BaseTransform
 from torch_geometric.utils import coalesce, remove_self_loops, to_undirected
+
+from zoo.errors import ConfigError
 
 EXPERT_KINDS = ("gcn", "gcn2", "gat", "sage", "gin", "gin2")
 TWO_HOP_KINDS = ("gcn2", "gin2")
@@ -78,12 +83,12 @@ def make_conv(
     For ``gat`` with ``concat=True`` the ``heads`` attention heads each produce ``out_dim // heads`` channels.
     """
     if kind not in EXPERT_KINDS:
-        raise ValueError(f"unknown expert kind {kind!r}; choose from {', '.join(EXPERT_KINDS)}")
+        raise ConfigError(f"unknown expert kind {kind!r} (expert_kinds); choose from {', '.join(EXPERT_KINDS)}")
     if kind in ("gcn", "gcn2"):
         return GCNConv(in_dim, out_dim, cached=False)
     if kind == "gat":
         if concat and out_dim % heads:
-            raise ValueError(f"gat expert: out_dim {out_dim} must be divisible by heads {heads}")
+            raise ConfigError(f"gat expert: width {out_dim} (hidden) must be divisible by heads={heads}")
         per_head = out_dim // heads if concat else out_dim
         return GATConv(in_dim, per_head, heads=heads, concat=concat, dropout=dropout)
     if kind == "sage":
@@ -96,7 +101,7 @@ def edges_for(kind: str, edge_index: Tensor, edge_index_2hop: Tensor | None) -> 
     """The edge set an expert of ``kind`` aggregates over."""
     if kind in TWO_HOP_KINDS:
         if edge_index_2hop is None:
-            raise ValueError(f"expert kind {kind!r} needs edge_index_2hop (apply AddTwoHopEdges to the data)")
+            raise ConfigError(f"expert kind {kind!r} needs edge_index_2hop: apply AddTwoHopEdges to the data")
         return edge_index_2hop
     return edge_index
 
@@ -127,7 +132,7 @@ class GNNExpert(nn.Module):
     ) -> None:
         super().__init__()
         if num_layers < 1:
-            raise ValueError(f"num_layers must be >= 1, got {num_layers}")
+            raise ConfigError(f"num_layers must be >= 1, got {num_layers}")
         self.kind = kind
         self.dropout = dropout
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
@@ -156,7 +161,7 @@ def readout(x: Tensor, batch: Tensor, pool: str) -> Tensor:
         return global_mean_pool(x, batch)
     if pool == "sum":
         return global_add_pool(x, batch)
-    raise ValueError(f"unknown pool {pool!r}; choose 'mean' or 'sum'")
+    raise ConfigError(f"unknown pool {pool!r}; choose from mean, sum")
 
 
 def graph_head(hidden: int, num_classes: int, dropout: float) -> nn.Sequential:

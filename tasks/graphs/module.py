@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytorch_lightning as pl
@@ -9,8 +10,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from zoo.errors import ConfigError
+from zoo.moe import Routing
 from zoo_tasks.graphs.baselines import DenseGNN, GMoE
 from zoo_tasks.graphs.c2gmoe import C2GMoE
+from zoo_tasks.graphs.checks import check_choice
 from zoo_tasks.graphs.diagnostics import DiagnosticsAccumulator
 from zoo_tasks.graphs.output import GraphModelOutput
 
@@ -34,12 +38,17 @@ class _GraphTaskModule(pl.LightningModule):
         hidden, num_layers, dropout, heads, pool: network sizes (``heads``: GAT; ``pool``: graph readout).
         expert_kinds: C2GMoE experts (see :data:`zoo_tasks.graphs.experts.EXPERT_KINDS`).
         num_experts, num_hop1, batch_norm: GMoE experts per layer, how many are hop-1, BatchNorm per expert.
-        top_k, router, router_hidden: routing (``router`` is a ``zoo.moe`` router name).
+        top_k, router, router_kwargs, router_hidden: routing of GMoE's layers and C²GMoE's gate (``router`` is a
+            ``zoo.moe`` router name, ``router_kwargs`` its extra arguments).
         confidence, contrastive_weight, balance_weight, num_clusters, temperature, router_norm: C2GMoE (see its
             docstring).
         expert_loss_weight: weight of the per-expert NLL (C2GMoE).
         lr, weight_decay: Adam.
         diagnostics: collect routing diagnostics and plots at test time (``extra_results()``).
+
+    Steps return ``{"loss": ..., "routing": {mixture: Routing}}`` (validation/test without "loss"); on the
+    validation and test steps of node classification each routing's ``valid`` is the stage's node mask, so the
+    routing statistics count the evaluated nodes only.
     """
 
     level = "node"
@@ -61,6 +70,7 @@ class _GraphTaskModule(pl.LightningModule):
         num_hop1: int = 2,
         top_k: int = 2,
         router: str = "noisy_topk",
+        router_kwargs: dict | None = None,
         router_hidden: int = 64,
         confidence: str = "entropy",
         contrastive_weight: float = 0.1,
@@ -75,8 +85,7 @@ class _GraphTaskModule(pl.LightningModule):
         diagnostics: bool = True,
     ) -> None:
         super().__init__()
-        if model not in MODELS:
-            raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
+        check_choice("model", model, MODELS)
         self.save_hyperparameters()
         self.net: nn.Module | None = None
         self.diag = DiagnosticsAccumulator()
@@ -104,6 +113,7 @@ class _GraphTaskModule(pl.LightningModule):
                 num_hop1=h.num_hop1,
                 top_k=h.top_k,
                 router=h.router,
+                router_kwargs=h.router_kwargs,
                 balance_weight=h.balance_weight,
                 batch_norm=h.batch_norm,
                 **common,
@@ -113,6 +123,7 @@ class _GraphTaskModule(pl.LightningModule):
             expert_kinds=kinds,
             heads=h.heads,
             router=h.router,
+            router_kwargs=h.router_kwargs,
             top_k=h.top_k,
             router_hidden=h.router_hidden,
             confidence=h.confidence,
@@ -127,9 +138,9 @@ class _GraphTaskModule(pl.LightningModule):
     def setup(self, stage: str | None = None) -> None:
         if self.net is not None:
             return
-        dm = self.trainer.datamodule if self.trainer is not None else None
+        dm = getattr(self._trainer, "datamodule", None)  # self.trainer raises when no trainer is attached
         if dm is None or not hasattr(dm, "num_features"):
-            raise RuntimeError("in_dim/num_classes are 0 and no datamodule provides num_features/num_classes")
+            raise ConfigError("in_dim/num_classes are 0 and no datamodule provides num_features/num_classes")
         dm.setup(stage)
         self.hparams.in_dim, self.hparams.num_classes = int(dm.num_features), int(dm.num_classes)
         self.net = self.build(self.hparams.in_dim, self.hparams.num_classes)
@@ -157,7 +168,7 @@ class _GraphTaskModule(pl.LightningModule):
             loss = loss + self.hparams.expert_loss_weight * expert
         return loss, parts
 
-    def training_step(self, batch, batch_idx: int) -> Tensor:
+    def training_step(self, batch, batch_idx: int) -> dict:
         out = self(batch)
         y, mask = self.targets(batch, "train")
         loss, parts = self._loss(out, y, mask)
@@ -165,7 +176,7 @@ class _GraphTaskModule(pl.LightningModule):
         self.log("train/loss", loss, batch_size=n, prog_bar=True)
         for name, value in {**parts, **out.aux}.items():
             self.log(f"train/{name}", value, batch_size=n)
-        return loss
+        return {"loss": loss, "routing": out.routings}
 
     def _evaluate(self, batch, stage: str) -> tuple[GraphModelOutput, Tensor, Tensor | None]:
         out = self(batch)
@@ -181,23 +192,27 @@ class _GraphTaskModule(pl.LightningModule):
         self.log(f"{stage}/loss", loss, batch_size=n)
         return out, correct, mask
 
-    def validation_step(self, batch, batch_idx: int) -> None:
-        self._evaluate(batch, "val")
+    def _stage_routings(self, out: GraphModelOutput, mask: Tensor | None) -> dict[str, Routing]:
+        """The output's routings; node level: restricted (``valid``) to the evaluated nodes of ``mask``."""
+        if mask is None:
+            return out.routings
+        return {name: replace(r, valid=mask) for name, r in out.routings.items()}
+
+    def validation_step(self, batch, batch_idx: int) -> dict:
+        out, _, mask = self._evaluate(batch, "val")
+        return {"routing": self._stage_routings(out, mask)}
 
     def on_test_epoch_start(self) -> None:
         self.diag = DiagnosticsAccumulator()
 
-    def test_step(self, batch, batch_idx: int) -> None:
+    def test_step(self, batch, batch_idx: int) -> dict:
         out, correct, mask = self._evaluate(batch, "test")
-        if not self.hparams.diagnostics or out.routing is None:
-            return
-        if self.level == "node":
-            # routing covers all nodes; keep the test nodes only
-            out = _select_nodes(out, mask)
-            self.diag.update(out, correct[mask])
-        else:
-            routed_nodes = out.routing.num_tokens != correct.shape[0]
-            self.diag.update(out, correct, batch.batch if routed_nodes else None)
+        routings = self._stage_routings(out, mask)
+        if self.hparams.diagnostics and routings:
+            routing = next(reversed(routings.values()))
+            routed_nodes = self.level == "graph" and routing.num_tokens != correct.shape[0]
+            self.diag.update(routing, correct, out.expert_outputs, batch.batch if routed_nodes else None)
+        return {"routing": routings}
 
     def on_test_epoch_end(self) -> None:
         if not self.diag:
@@ -221,16 +236,6 @@ class _GraphTaskModule(pl.LightningModule):
 
     def configure_optimizers(self):
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
-
-
-def _select_nodes(out: GraphModelOutput, mask: Tensor) -> GraphModelOutput:
-    """Restrict a node-level output's routing and expert outputs to the nodes in ``mask`` (N,) bool."""
-    r = out.routing
-    routing = type(r)(
-        r.indices[mask], r.weights[mask], r.logits[mask], None, probs=r.probs[mask] if r.probs is not None else None
-    )
-    experts = out.expert_outputs[:, mask] if out.expert_outputs is not None else None
-    return GraphModelOutput(out.log_probs[mask], out.aux_loss, routing=routing, expert_outputs=experts)
 
 
 class NodeClassifier(_GraphTaskModule):
