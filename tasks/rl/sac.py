@@ -255,35 +255,26 @@ class SACAgent(pl.LightningModule):
         n = len(self.critic.critics)
         return ["critic"] if n == 1 else [f"critic.{i}" for i in range(n)]
 
-    def update_actor_and_temperature(self, obs: Tensor) -> UpdateOutput:
-        """Steps 1-2: actor on ``E[alpha log pi - min_i Q_i]`` (critic frozen), then the temperature."""
-        actor_opt, _, temp_opt = self.optimizers()
+    def actor_loss(self, obs: Tensor) -> tuple[UpdateOutput, Tensor]:
+        """``L_pi = E[alpha log pi(a|s) - min_i Q_i(s, a)]`` + the gate's aux loss, a ~ pi(.|s) reparameterised;
+        the critic is frozen (gradients flow through Q into the action only). Returns the losses ("actor_loss",
+        "actor_aux") with the actor's routing, and log pi(a|s) (B,) for the temperature step."""
         alpha = self.log_alpha.exp().detach()
         policy = self.actor(obs)
         action, log_prob = tanh_normal_sample(policy.mean, policy.log_std)
-        self.critic.requires_grad_(False)  # gradients flow through Q into the action only
+        self.critic.requires_grad_(False)
         q = self.critic(obs, action).q.min(0).values
         self.critic.requires_grad_(True)
         routing = {} if policy.routing is None else {"actor": policy.routing}
         aux = self._aux_loss(tuple(routing.values()))
-        actor_loss = (alpha * log_prob - q).mean() + aux
-        actor_opt.zero_grad()
-        self.manual_backward(actor_loss)
-        actor_opt.step()
+        return UpdateOutput({"actor_loss": (alpha * log_prob - q).mean() + aux, "actor_aux": aux}, routing), log_prob
 
-        entropy = -log_prob.detach().mean()
-        temp_loss = self.log_alpha.exp() * (entropy - self.target_entropy)
-        temp_opt.zero_grad()
-        self.manual_backward(temp_loss)
-        temp_opt.step()
-        losses = {"actor_loss": actor_loss, "actor_aux": aux, "entropy": entropy, "temperature_loss": temp_loss}
-        return UpdateOutput(losses, routing)
-
-    def update_critic(
+    def critic_loss(
         self, obs: Tensor, action: Tensor, reward: Tensor, next_obs: Tensor, terminated: Tensor
     ) -> UpdateOutput:
-        """Step 3: regress every Q_i on the soft clipped target from the target critic."""
-        _, critic_opt, _ = self.optimizers()
+        """``L_Q = sum_i E[(Q_i(s, a) - y)^2]`` + every critic gate's aux loss, with the soft clipped target
+        ``y = r + gamma (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s'))`` from the target critic.
+        Returns the losses ("critic_loss", "critic_aux", "q_mean") with the critics' routings."""
         hp = self.hparams
         with torch.no_grad():
             alpha = self.log_alpha.exp()
@@ -293,12 +284,43 @@ class SACAgent(pl.LightningModule):
             target = reward + hp.gamma * (1.0 - terminated) * (next_q - alpha * next_log_prob)
         q, routings = self.critic(obs, action)  # (num_q, B), one routing per MoE critic
         aux = self._aux_loss(routings)
-        critic_loss = (q - target).square().sum(0).mean() + aux
-        critic_opt.zero_grad()
-        self.manual_backward(critic_loss)
-        critic_opt.step()
-        losses = {"critic_loss": critic_loss, "critic_aux": aux, "q_mean": q.mean().detach()}
+        losses = {"critic_loss": (q - target).square().sum(0).mean() + aux, "critic_aux": aux, "q_mean": q.mean()}
         return UpdateOutput(losses, dict(zip(self.critic_names(), routings)))
+
+    def loss_and_routing(self, batch: Batch) -> tuple[Tensor, dict[str, Routing]]:
+        """``L_pi + L_Q`` of one replay batch at the current weights and every gate's routing, without stepping
+        (what ``zoo.moe.testing.check_router_step`` checks; an update steps each loss with its own optimiser)."""
+        obs, next_obs = self.normalize(batch.obs), self.normalize(batch.next_obs)
+        actor, _ = self.actor_loss(obs)
+        critic = self.critic_loss(obs, batch.action, batch.reward, next_obs, batch.terminated)
+        return actor.losses["actor_loss"] + critic.losses["critic_loss"], actor.routing | critic.routing
+
+    def update_actor_and_temperature(self, obs: Tensor) -> UpdateOutput:
+        """Steps 1-2: an optimiser step on ``actor_loss``, then one on the temperature."""
+        actor_opt, _, temp_opt = self.optimizers()
+        actor, log_prob = self.actor_loss(obs)
+        actor_opt.zero_grad()
+        self.manual_backward(actor.losses["actor_loss"])
+        actor_opt.step()
+
+        entropy = -log_prob.detach().mean()
+        temp_loss = self.log_alpha.exp() * (entropy - self.target_entropy)
+        temp_opt.zero_grad()
+        self.manual_backward(temp_loss)
+        temp_opt.step()
+        return UpdateOutput(actor.losses | {"entropy": entropy, "temperature_loss": temp_loss}, actor.routing)
+
+    def update_critic(
+        self, obs: Tensor, action: Tensor, reward: Tensor, next_obs: Tensor, terminated: Tensor
+    ) -> UpdateOutput:
+        """Step 3: an optimiser step on ``critic_loss`` (every Q_i regressed on the target)."""
+        _, critic_opt, _ = self.optimizers()
+        critic = self.critic_loss(obs, action, reward, next_obs, terminated)
+        critic_opt.zero_grad()
+        self.manual_backward(critic.losses["critic_loss"])
+        critic_opt.step()
+        critic.losses["q_mean"] = critic.losses["q_mean"].detach()
+        return critic
 
     @torch.no_grad()
     def update_target(self) -> None:
