@@ -1,5 +1,6 @@
-"""Training MAMMOTH end to end: the loss decreases on real MUSK1 bags, and one `zoo reproduce` run of the spec
-(config -> ZooCLI -> fit -> test -> record) works, saving the dispatch plot."""
+"""Training MAMMOTH end to end: the loss decreases on real MUSK1 bags, one `zoo reproduce` run of the spec
+(config -> ZooCLI -> fit -> test -> record) works and saves the dispatch plot, and the digits main job validates,
+keeps its best checkpoint and tests it."""
 
 from __future__ import annotations
 
@@ -61,3 +62,30 @@ def test_reproduce_one_row_through_the_cli(data_mirror, tmp_path):
     assert Path(record.extra["dispatch_plot"]).stat().st_size > 1000
     page = mammoth_tables([record])
     assert "### MUSK1" in page and "| ABMIL | 1 |" in page and "Δ acc" in page
+
+
+def test_main_job_config_validates_keeps_the_best_checkpoint_and_tests(tmp_path, monkeypatch):
+    """configs/mammoth/digits.yaml (the README's main job) has validation and test bags, a best-val/loss checkpoint
+    and a progress bar; the benchmark rows run the same config without validation bags or checkpoints."""
+    import yaml
+
+    from zoo.cli.lightning_cli import ZooCLI
+    from zoo.registry import get_task
+
+    spec = get_task("mammoth")
+    config = spec.config_path("digits.yaml")
+    trainer_cfg = yaml.safe_load(Path(config).read_text())["trainer"]
+    assert trainer_cfg["enable_progress_bar"] and trainer_cfg["enable_checkpointing"]
+    monkeypatch.chdir(tmp_path)
+    args = ["--config", str(config), "--trainer.max_epochs", "2", "--trainer.enable_progress_bar", "false"]
+    args += ["--trainer.default_root_dir", str(tmp_path), "--model.init_args.plot_bags", "0"]
+    cli = ZooCLI(args=args, run=False)
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    assert len(cli.datamodule.val_idx) == 20 and "val/loss" in cli.trainer.callback_metrics
+    best = cli.trainer.checkpoint_callback
+    assert best.monitor == "val/loss" and Path(best.best_model_path).is_file()
+    result = cli.trainer.test(cli.model, datamodule=cli.datamodule, ckpt_path="best", verbose=False)[0]
+    assert 0 <= result["test/acc"] <= 1
+    row = next(r for r in spec.benchmark if r.dataset == "Digits-bags")
+    protocol = dict(zip(row.overrides[::2], row.overrides[1::2]))
+    assert protocol["--data.init_args.num_val_bags"] == "0" and protocol["--trainer.enable_checkpointing"] == "false"
