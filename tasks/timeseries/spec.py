@@ -56,14 +56,38 @@ def _published(method: str, dataset: str, horizon: int) -> dict[str, float]:
     return published
 
 
+# What a dataset sets on top of a method's base config (configs/seer/<method>.yaml, written for ETTh1/96):
+# the catalog name, the CSV, its split convention (see zoo_tasks.timeseries.data) and its channel count.
+DATA = {
+    "ETTh1": ("ETT-small", "ETTh1.csv", "ett_hour", 7),
+    "ETTh2": ("ETT-small", "ETTh2.csv", "ett_hour", 7),
+    "ETTm1": ("ETT-small", "ETTm1.csv", "ett_minute", 7),
+    "ETTm2": ("ETT-small", "ETTm2.csv", "ett_minute", 7),
+    "Weather": ("weather", "weather.csv", "ratio_7_1_2", 21),
+}
+
+
+def cell_overrides(dataset: str, horizon: int) -> tuple[str, ...]:
+    """The ``--key value`` arguments that turn a method's base config into the ``dataset/horizon`` cell.
+
+    ``pred_len`` is named for the model and the data alike: LightningCLI builds each from its own arguments.
+    """
+    catalog, file, split, channels = DATA[dataset]
+    return (
+        *("--data.init_args.dataset", catalog, "--data.init_args.file", file, "--data.init_args.split", split),
+        *("--model.init_args.num_channels", str(channels)),
+        *("--model.init_args.pred_len", str(horizon), "--data.init_args.pred_len", str(horizon)),
+    )
+
+
 def _row(method: str, dataset: str, horizon: int) -> BenchmarkRow:
     epochs = MAX_EPOCHS[dataset]
     reduced = epochs < PAPER_EPOCHS
     return BenchmarkRow(
         method=method,
         dataset=f"{dataset}/{horizon}",
-        config=f"{dataset.lower()}_{horizon}_{method}.yaml",
-        overrides=("--trainer.max_epochs", str(epochs)) if reduced else (),
+        config=f"{method}.yaml",
+        overrides=cell_overrides(dataset, horizon) + (("--trainer.max_epochs", str(epochs)) if reduced else ()),
         seeds=(0,),
         published=_published(method, dataset, horizon),
         published_source=SOURCE,
@@ -85,7 +109,7 @@ SEER = TaskSpec(
     },
     datamodules={"csv": "zoo_tasks.timeseries.data:ForecastingDataModule"},
     config_dir="zoo_tasks.configs:seer",
-    default_config="etth1_96_seer.yaml",
+    default_config="seer.yaml",
     metrics=("test/mse", "test/mae"),
     datasets=("ETT-small", "weather"),
     catalog="zoo_tasks.timeseries.datasets:DATASETS",
