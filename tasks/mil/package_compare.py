@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -22,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from zoo.registry import repository_root
+from zoo.runinfo import machine
 from zoo_tasks.mil.mil_data import DigitsBagsDataModule, ElephantDataModule, MUSK1DataModule, collate_bags
 from zoo_tasks.mil.module import MILModule
 from zoo_tasks.mil.spec import AGGREGATORS
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "command": "python -m zoo_tasks.mil.package_compare " + " ".join(argv if argv is not None else sys.argv[1:]),
         "rows": rows,
-        "machine": f"{platform.processor() or platform.machine()}, {args.threads} torch thread(s), shared host",
+        "machine": machine(),
         "torch": torch.__version__,
         "note": "one bag per optimizer step, steps of ours and the package interleaved, median of "
         f"{args.epochs} timed epochs after one warm-up epoch",

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from zoo.utils.figures import pyplot, save_figure
+
 
 def plot_dispatch(batch: dict, path: Path) -> Path:
     """Plot MAMMOTH dispatch weights for a few bags.
@@ -15,11 +17,7 @@ def plot_dispatch(batch: dict, path: Path) -> Path:
     (-1 where unknown). Each panel shows the head-averaged weight of every instance (row) in every
     expert x slot (column); a black dot marks the slot that takes the largest share of each instance.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     dispatch = batch["dispatch"]
     fig, axes = plt.subplots(1, len(dispatch), figsize=(4.2 * len(dispatch), 3.6), squeeze=False)
     for i, (ax, weights) in enumerate(zip(axes[0], dispatch)):
@@ -41,8 +39,4 @@ def plot_dispatch(batch: dict, path: Path) -> Path:
         ax.set_title(f"bag label {int(batch['y'][i])}, p(pos)={float(batch['probs'][i]):.2f}", fontsize=8)
         fig.colorbar(image, ax=ax, fraction=0.046)
     fig.suptitle("MAMMOTH dispatch weights (mean over heads)", fontsize=9)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return Path(save_figure(fig, path, dpi=110))

@@ -57,9 +57,9 @@ def mammoth_tables(records: list) -> str:
         "",
         f"Coverage: {recorded} of the {planned} planned runs ({len(REPEATS)} repeats x 10 folds per cell) are "
         "recorded; n in each cell says how many (repeat, fold) runs it averages; a cell with fewer than "
-        f"{len(REPEATS) * 10} is a partial reproduction. The s/epoch column averages runs from two sessions, one on "
-        "a machine shared by several jobs (load average ~15) and one on a quiet machine, in different proportions "
-        "per column, so it is not a speed comparison; the like-for-like one is the module benchmark below.",
+        f"{len(REPEATS) * 10} is a partial reproduction. The s/epoch column is the median training-epoch time of the "
+        "cell's runs on whichever machine ran each (see the records' machine field), so it is not a speed "
+        "comparison; the like-for-like one is the module benchmark below.",
         "",
     ]
     wins = {"test/acc": [0, 0], "test/auc": [0, 0]}
@@ -130,6 +130,14 @@ def mammoth_tables(records: list) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _machine(info: dict | str | None) -> str:
+    """``zoo.runinfo.machine()``'s dict (or an older file's string) as one phrase."""
+    if not isinstance(info, dict):
+        return info or "?"
+    text = f"{info.get('cpu', '?')}, {info.get('cores', '?')} cores, {info.get('torch_threads', '?')} torch thread(s)"
+    return text + (f", {info['gpu']}" if info.get("gpu") else "")
+
+
 def _bench_lines() -> list[str]:
     path = repository_root() / BENCH_FILE
     if not path.exists():
@@ -147,5 +155,7 @@ def _bench_lines() -> list[str]:
             f"| {r['dataset']} | {r['aggregator']} | {r['ours_epoch_s']:.3f} | {r['package_epoch_s']:.3f} "
             f"| {r['ours_epoch_s'] / r['package_epoch_s']:.2f} | {r['ours_params']} | {r['package_params']} |"
         )
-    lines.append(f"\nMachine: {bench.get('machine', '?')}; torch {bench.get('torch', '?')}; {bench.get('note', '')}")
+    lines.append(
+        f"\nMachine: {_machine(bench.get('machine'))}; torch {bench.get('torch', '?')}; {bench.get('note', '')}"
+    )
     return lines
