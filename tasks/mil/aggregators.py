@@ -20,7 +20,8 @@ def _masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
 
 
 class MeanPoolMIL(nn.Module):
-    """Embedding-level mean pooling (Wang et al., "Revisiting Multiple Instance Neural Networks", 2018):
+    """Embedding-level mean pooling (Wang et al., "Revisiting Multiple Instance Neural Networks", Pattern Recognition
+    2018, arXiv 1610.02501):
     ``logit = w^T mean_n h_n + c``. (B, N, D), (B, N) -> (B,), None."""
 
     def __init__(self, dim: int) -> None:
@@ -34,7 +35,8 @@ class MeanPoolMIL(nn.Module):
 
 
 class MaxPoolMIL(nn.Module):
-    """Embedding-level max pooling (Wang et al. 2018, MI-Net): ``logit = w^T max_n h_n + c`` (feature-wise max).
+    """Embedding-level max pooling (Wang et al. 2018, arXiv 1610.02501, MI-Net): ``logit = w^T max_n h_n + c``
+    (feature-wise max).
     (B, N, D), (B, N) -> (B,), None."""
 
     def __init__(self, dim: int) -> None:
@@ -48,7 +50,8 @@ class MaxPoolMIL(nn.Module):
 
 class AttentionMIL(nn.Module):
     """Attention-based MIL pooling (Ilse, Tomczak & Welling, "Attention-based Deep Multiple Instance Learning",
-    ICML 2018, Eq. 8): ``a_n = softmax_n(w^T tanh(V h_n))``, ``z = sum_n a_n h_n``, ``logit = u^T z + c``.
+    ICML 2018, arXiv 1802.04712, Eq. 8): ``a_n = softmax_n(w^T tanh(V h_n))``, ``z = sum_n a_n h_n``,
+    ``logit = u^T z + c``.
 
     With ``gated=True``, Eq. 9: ``a_n = softmax_n(w^T (tanh(V h_n) * sigmoid(U h_n)))``.
     (B, N, D), (B, N) -> logits (B,), attention (B, N).
@@ -80,7 +83,7 @@ class GatedAttentionMIL(AttentionMIL):
 
 class DSMIL(nn.Module):
     """Dual-stream MIL (Li, Li & Eliceiri, "Dual-stream Multiple Instance Learning Network for Whole Slide Image
-    Classification with Self-supervised Contrastive Learning", CVPR 2021), binary case.
+    Classification with Self-supervised Contrastive Learning", CVPR 2021, arXiv 2011.08939), binary case.
 
     Stream 1: instance logits ``c_n = w^T h_n``; the critical instance is ``m = argmax_n c_n``.
     Stream 2: ``q_n = Q h_n``, attention ``A_n = softmax_n(<q_n, q_m> / sqrt(d_q))``, ``b = sum_n A_n V h_n``,

@@ -7,7 +7,7 @@ from torch import Tensor, nn
 
 class DigitsEncoder(nn.Module):
     """A LeNet-style encoder for 8x8 digit instances (after the MNIST-bags feature extractor of Ilse et al.,
-    ICML 2018, scaled down): conv3x3(16)-ReLU-maxpool-conv3x3(32)-ReLU-maxpool-flatten.
+    ICML 2018, arXiv 1802.04712, scaled down): conv3x3(16)-ReLU-maxpool-conv3x3(32)-ReLU-maxpool-flatten.
 
     Shapes: (M, 64) flattened 8x8 images -> (M, 128) features.
     """

@@ -1,9 +1,10 @@
 """MAMMOTH: a multi-head mixture of low-rank mini-experts with Soft-MoE slots, in place of a MIL linear layer.
 
-Paper: "Mixture of Mini Experts: Overcoming the Linear Layer Bottleneck in Multiple Instance Learning"
-(MAMMOTH, ICLR 2026; reference code mahmoodlab/MAMMOTH, PyPI ``mammoth-moe`` 0.1.2, whose numbers the tests
-match). Slot routing is Soft MoE (Puigcerver et al., "From Sparse to Soft Mixtures of Experts", ICLR 2024,
-arXiv 2308.00951, Eqs. 1-3), computed by :func:`zoo.moe.soft.soft_moe`.
+Paper: Shao, Runevic, Chen, Williamson, Kim, Song & Mahmood, "Mixture of Mini Experts: Overcoming the Linear
+Layer Bottleneck in Multiple Instance Learning" (MAMMOTH, ICLR 2026, openreview.net/forum?id=S5Io33pc78; reference
+code mahmoodlab/MAMMOTH, PyPI ``mammoth-moe`` 0.1.2, whose outputs the tests match). Slot routing is Soft MoE
+(Puigcerver et al., "From Sparse to Soft Mixtures of Experts", ICLR 2024, arXiv 2308.00951, Eqs. 1-3), computed by
+:func:`zoo.moe.soft.soft_moe`.
 
 Shapes: B bags, N instances (padded), d_in input features, E experts, S slots per expert, H heads,
 q = slot_dim / H per-head query width, o = out_dim / H per-head output width, r the expert rank.
