@@ -112,8 +112,8 @@ class LearnablePatchReplacement(nn.Module):
 
     The keep mask ``m`` is hard (exactly 0 / 1) in the forward pass. Its gradient (``gradient``):
     - ``"reference"`` (decisionintelligence/SEER): ``m = s / stop_grad(s)`` on kept tokens, ``m = 0`` on replaced
-      ones, so the scorer learns through kept tokens only (``d out / d s = (z - series_token) / s``). A replaced
-      token passes no gradient to its score, so a replaced patch stays replaced.
+      ones, so the scorer learns through kept tokens only (``d out / d s = (z - series_token) / s``); a replaced
+      token passes no gradient to its score.
     - ``"straight_through"``: ``m = hard + s - stop_grad(s)``, every patch's score gets ``z - series_token``.
 
     Shapes: tokens (N, 1 + P, D) -> (replaced tokens (N, 1 + P, D), keep (N, P) bool for the patches).

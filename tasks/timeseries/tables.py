@@ -1,5 +1,6 @@
 """Extra leaderboard tables for SEER: ours vs the published numbers with the issue's targets, the robustness
-table (SEER vs its dense twin under each input corruption) and the routing / replacement diagnostics."""
+table (SEER vs its dense twin under each input corruption) and the replacement / expert-load diagnostics. Run
+history and caveats live in ``leaderboard/notes/seer.md``, not here."""
 
 from __future__ import annotations
 
@@ -113,7 +114,7 @@ def _expert_load(record) -> tuple[list[float], float | None]:
     clean = (record.extra.get("diagnostics") or {}).get("clean", {})
     if "expert_load" in clean:
         return clean["expert_load"], clean.get("expert_load_cv")
-    layer = ((getattr(record, "routing", None) or {}).get("test") or {}).get(MOE_LAYER) or {}
+    layer = (record.routing.get("test") or {}).get(MOE_LAYER) or {}
     load = layer.get("load") or []
     if not load or not sum(load):
         return load, None
@@ -125,17 +126,12 @@ def _diagnostics(cells) -> list[str]:
     lines = [
         "## SEER diagnostics on the test set",
         "",
-        "Fraction of patch tokens replaced by the series token, and the expert load of the MoE patch embedding "
-        "(share of routed patch slots per expert) with its coefficient of variation. The replacement scorer "
-        "learns as in the reference code: only kept tokens pass a gradient to their score, so a replaced token "
-        "stays replaced and the replaced share ratchets up during training (probe on ETTh1/96: ~10% at "
-        "initialisation, ~49% after 60 steps, ~99% after 3 epochs). A straight-through rule that lets every "
-        "score learn (`replacement_gradient: straight_through`) instead keeps almost every patch (~0.05% "
-        "replaced, measured in the previous 1- and 3-epoch runs). Every cell here uses the reference's ETTh1/96 "
-        "settings (threshold 0.5, d_model 256, 8 experts, top-2), as the issue asks; the reference scripts "
-        "(decisionintelligence/SEER, `scripts/SEER_script/`) tune each cell, with threshold 0.5 only on ETTh1/96 "
-        "and /192, 0.2 on the other ETTh1, ETTh2 and ETTm1 cells, and 0 (no replacement, no causal layer) on "
-        "ETTh2/336 and every Weather horizon (the ETTm2 script runs lookback 512 only).",
+        "Fraction of patch tokens replaced by the series token under each test condition, and the expert load "
+        "of the MoE patch embedding on the clean test set (share of routed patch slots per expert) with its "
+        "coefficient of variation. The replacement scorer learns as in the reference code: only kept tokens pass "
+        "a gradient to their score, so a replaced token stays replaced (`replacement_gradient: straight_through` "
+        "lets every score learn). Every cell uses the reference's ETTh1/96 settings (threshold 0.5, d_model "
+        "256, 8 experts, top-2); see the notes for how the reference scripts tune each cell.",
         "",
         "| dataset | replaced (clean / missing / spike / noise) | expert load (clean) | load CV |",
         "|---|---|---|---|",

@@ -4,12 +4,16 @@ names the file and the problem."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
+from conftest import REPO, run_zoo
 
 from zoo.errors import ConfigError
 from zoo_tasks.timeseries.data import ForecastingDataModule, WindowDataset, read_series, split_borders
+from zoo_tasks.timeseries.spec import SEER
 
 
 def test_ett_hour_borders_match_source_md():
@@ -127,3 +131,17 @@ def test_a_missing_csv_names_the_path(tmp_path):
     dm = ForecastingDataModule(file="nope.csv", dataset=None, data_dir=str(tmp_path), split="ratio_7_1_2")
     with pytest.raises(ConfigError, match=f"no CSV at {tmp_path / 'nope.csv'}"):
         dm.setup()
+
+
+def test_zoo_fit_on_a_bad_csv_prints_one_short_error(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("date,a\n2020-01-01,1.0\n2020-01-02,oops\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env.setdefault("OMP_NUM_THREADS", "1")
+    cell = ["--data.init_args.dataset", "null", "--data.init_args.data_dir", str(tmp_path), "--data.init_args.file"]
+    args = ["fit", "--config", str(SEER.config_path("seer.yaml")), *cell, "bad.csv"]
+    out = run_zoo([*args, "--model.init_args.num_channels", "1", "--trainer.default_root_dir", "run"], env, tmp_path)
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert len([line for line in out.stderr.splitlines() if line.strip()]) <= 5, out.stderr
+    assert f"{bad}: non-numeric value 'oops' in column 'a', data row 2" in out.stderr
