@@ -1,7 +1,20 @@
 """A third-party task package, installed with pip, is listed by `zoo list`, trained by `zoo fit`, and a broken
-plugin is reported by name without hiding the others."""
+plugin is reported by name without hiding the others. The toy plugin brings its own configs (package data),
+dataset (with its checksums) and `zoo bench` program: adding it touches no file of `zoo`."""
 
-from conftest import run_zoo
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, run_zoo
+
+import zoo.data.catalog as catalog
+import zoo.registry as registry
+from zoo.data.catalog import DatasetSpec, get_dataset_spec
+from zoo.errors import ConfigError
+from zoo.registry import PluginLoad, TaskSpec, discover, package_folder
+
+POINTS = "x,y\n0.0,1.0\n1.0,0.0\n2.0,2.0\n"  # its sha256 is in the toy plugin's checksums/toy-points.sha256
 
 
 def test_zoo_list_shows_installed_plugin_and_reports_broken_one(zoo_env, tmp_path):
@@ -26,3 +39,130 @@ def test_zoo_fit_trains_plugin_task_and_saves_run_metadata(zoo_env, tmp_path):
     for key in ('"seed": 0', '"versions"', '"torch"', '"commit"', '"wall_time_s"', '"val/acc"'):
         assert key in meta
     assert any(p.name.startswith("events.out.tfevents") for p in logs.iterdir()), "TensorBoard log missing"
+
+
+def test_plugin_brings_its_configs_dataset_and_bench_through_its_own_package(zoo_env, plugin_site, tmp_path):
+    out = run_zoo(["list", "--no-routers"], zoo_env, tmp_path)
+    assert out.returncode == 0, out.stderr
+    toy = out.stdout.split("toy  - ")[1].split("toy_broken")[0]
+    assert f"configs:  {plugin_site / 'zoo_toy' / 'configs'} (1: digits.yaml)" in toy  # installed package data
+    assert "datasets: toy-points\n" in toy  # registered by the plugin's catalog (else "[NOT REGISTERED]")
+    assert "catalog:  zoo_toy.datasets:DATASETS (toy-points)" in toy
+    assert "bench toy: zoo_toy.bench:main" in toy
+
+
+def _toy_bench(env, cwd, data_dir):
+    code = (
+        "import sys; from zoo.registry import benchmarks, load_object; "
+        "sys.exit(load_object(benchmarks()['toy'])(sys.argv[1:]))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, "--data-dir", str(data_dir)], env=env, cwd=cwd, capture_output=True, text=True
+    )
+
+
+def test_plugin_dataset_resolves_with_the_plugins_checksums(zoo_env, tmp_path):
+    data = tmp_path / "toy-points"
+    data.mkdir()
+    (data / "points.csv").write_text(POINTS)
+    out = _toy_bench(zoo_env, tmp_path, data)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "toy bench: 3 points, mean (1.00, 1.00)" in out.stdout
+    (data / "points.csv").write_text(POINTS.replace("2.0,2.0", "2.0,2.5"))
+    out = _toy_bench(zoo_env, tmp_path, data)
+    assert out.returncode != 0 and "ChecksumError" in out.stderr and "expected 48c18854" in out.stderr
+
+
+def test_every_builtin_task_finds_its_configs_and_datasets_in_its_package():
+    loads = {load.name: load for load in discover()}
+    for name in ("seer", "c2gmoe", "mammoth", "scalemoe"):
+        spec = loads[name].spec
+        assert spec is not None, loads[name].error
+        assert not spec.config_dir.startswith(("configs", "/")), f"{name}: config_dir must name a package"
+        assert spec.config_path(spec.default_config).is_file(), name
+        for row in spec.benchmark:
+            assert spec.config_path(row.config).is_file(), (name, row.config)
+        for dataset in spec.datasets:
+            assert get_dataset_spec(dataset).checksums, (name, dataset)  # checksum file read from package data
+
+
+def test_builtin_datasets_verify_against_the_mirror(data_mirror, monkeypatch, tmp_path):
+    from zoo.data import verify
+
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
+    for load in discover():
+        for dataset in load.spec.datasets if load.spec else ():
+            verify(data_mirror / dataset, dataset)  # every file of every dataset a task reads
+
+
+def test_core_names_no_task():
+    """Adding a task touches no file of zoo/: no core module mentions a built-in task or the tasks package."""
+    names = ("zoo_tasks", "seer", "c2gmoe", "mammoth", "scalemoe")
+    hits = [
+        f"{path.relative_to(REPO)}: {word}"
+        for path in sorted((REPO / "zoo").rglob("*.py"))
+        for word in names
+        if word in path.read_text().replace("mammoth-moe", "")  # a package name whose version runs record
+    ]
+    assert not hits, hits
+
+
+def _fake_plugins(monkeypatch, *specs: TaskSpec) -> None:
+    loads = [PluginLoad(spec.name, f"fake:{spec.name}", spec, None) for spec in specs]
+    monkeypatch.setattr(registry, "discover", lambda: loads)
+    catalog.plugin_catalog.cache_clear()
+
+
+@pytest.fixture()
+def restore_catalog():
+    yield
+    catalog.plugin_catalog.cache_clear()
+
+
+def test_two_plugins_registering_one_dataset_differently_is_an_error(monkeypatch, tmp_path, restore_catalog):
+    monkeypatch.setitem(sys.modules, "fake_catalogs", type(sys)("fake_catalogs"))
+    sys.modules["fake_catalogs"].A = (DatasetSpec("shared", "https://a", extra_checksums={"f": "0" * 64}),)
+    sys.modules["fake_catalogs"].B = (DatasetSpec("shared", "https://b", extra_checksums={"f": "1" * 64}),)
+    sys.modules["fake_catalogs"].C = (DatasetSpec("shared", "https://a", extra_checksums={"f": "0" * 64}),)
+    base = {"description": "", "model": "m:M", "datamodules": {}, "config_dir": str(tmp_path)}
+    _fake_plugins(
+        monkeypatch, TaskSpec("a", catalog="fake_catalogs:A", **base), TaskSpec("c", catalog="fake_catalogs:C", **base)
+    )
+    assert get_dataset_spec("shared").url == "https://a"  # the same spec from two tasks of one package is fine
+    _fake_plugins(
+        monkeypatch, TaskSpec("a", catalog="fake_catalogs:A", **base), TaskSpec("b", catalog="fake_catalogs:B", **base)
+    )
+    with pytest.raises(ConfigError, match="'shared' is registered differently by tasks 'a' and 'b'"):
+        get_dataset_spec("shared")
+    _fake_plugins(monkeypatch, TaskSpec("x", catalog="fake_catalogs:MISSING", **base))
+    with pytest.raises(ConfigError, match=r"unknown dataset 'shared'.*catalog of task 'x'.*has no attribute 'MISSING'"):
+        get_dataset_spec("shared")
+
+
+def test_two_tasks_claiming_one_bench_name_is_an_error(monkeypatch, tmp_path, restore_catalog):
+    base = {"description": "", "model": "m:M", "datamodules": {}, "config_dir": str(tmp_path)}
+    _fake_plugins(monkeypatch, TaskSpec("a", benchmarks={"speed": "a.bench:main"}, **base))
+    assert registry.benchmarks() == {"speed": "a.bench:main"}
+    _fake_plugins(
+        monkeypatch,
+        TaskSpec("a", benchmarks={"speed": "a.bench:main"}, **base),
+        TaskSpec("b", benchmarks={"speed": "b.bench:main"}, **base),
+    )
+    with pytest.raises(ConfigError, match="benchmark 'speed' is declared by tasks 'a'"):
+        registry.benchmarks()
+
+
+def test_dataset_without_checksums_is_refused():
+    with pytest.raises(ConfigError, match="'bare' lists no files"):
+        _ = DatasetSpec("bare", "https://x").checksums
+    with pytest.raises(ConfigError, match="checksum file .*nothing.sha256 is missing"):
+        _ = DatasetSpec("nothing", "https://x", package="zoo").checksums
+
+
+def test_config_dir_must_name_a_package_folder_or_an_absolute_path(tmp_path):
+    assert package_folder(str(tmp_path)) == tmp_path
+    assert package_folder("zoo:cli") == REPO / "zoo" / "cli"
+    with pytest.raises(ConfigError, match="'configs/x' must be 'package:folder'"):
+        package_folder("configs/x", "config_dir")
+    with pytest.raises(ConfigError, match="package 'no_such_pkg' is not importable"):
+        package_folder("no_such_pkg:configs", "config_dir")
