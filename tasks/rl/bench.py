@@ -1,6 +1,6 @@
 """Environment steps per second, training included, for ScaleMoE and its dense SimBa twin side by side.
 
-    python -m zoo_tasks.rl.bench [--env cartpole-swingup] [--env-steps 1000] [--critic-hidden 128] [--repeats 1]
+    zoo bench scalemoe [--env cartpole-swingup] [--env-steps 1000] [--critic-hidden 128] [--router topk] [--repeats 1]
 
 Each architecture runs a real ``SACAgent`` fit (act, store, 2 SAC updates per agent step) in this process; the
 clock covers only the learning phase (after the random warm-up), and runs are interleaved (dense, MoE, dense, ...)
@@ -30,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--critic-hidden", type=int, default=128, help="SimBa reference: 512")
     p.add_argument("--num-experts", type=int, default=8)
     p.add_argument("--top-k", type=int, default=2)
+    p.add_argument("--router", default="topk", help="the MoE gates' router (a name in zoo.moe.ROUTERS)")
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
@@ -61,6 +62,7 @@ def measure(architecture: str, args: argparse.Namespace, seed: int) -> dict:
         critic_hidden=args.critic_hidden,
         num_experts=args.num_experts,
         top_k=args.top_k,
+        router=args.router,
         batch_size=args.batch_size,
         learning_starts=args.learning_starts,
     )

@@ -34,6 +34,24 @@ def test_each_config_builds_agent_and_environment(config):
         assert cli.model.hparams.critic_hidden == 128
 
 
+@pytest.mark.parametrize("router", ["topk", "noisy_topk"])
+def test_the_gate_router_is_a_config_key(router):
+    from zoo.cli.lightning_cli import ZooCLI
+
+    overrides = [f"--model.init_args.router={router}"] if router != "topk" else []
+    cli = ZooCLI(args=["--config", str(SCALEMOE.config_path("scalemoe_feature.yaml")), *overrides], run=False)
+    assert cli.model.hparams.router == router and cli.model.hparams.router_kwargs is None
+
+
+def test_a_router_that_cannot_gate_a_state_fails_when_the_config_is_read():
+    from zoo.cli.lightning_cli import ZooCLI
+
+    config = str(SCALEMOE.config_path("scalemoe_output.yaml"))
+    # ConfigError is a ValueError; jsonargparse may wrap it, the one line naming the router stays in the message
+    with pytest.raises(ValueError, match="router 'expert_choice' cannot route ScaleMoE's per-state gate"):
+        ZooCLI(args=["--config", config, "--model.init_args.router=expert_choice"], run=False)
+
+
 def test_rows_flag_reduced_settings_and_quote_published_simba_beside_the_dense_twin():
     reduced = [r for r in SCALEMOE.benchmark if r.reduced]
     assert reduced and all("critic width 128" in r.note for r in reduced)

@@ -1,0 +1,26 @@
+"""zoo_tasks.rl.bench (``zoo bench scalemoe``): real fits side by side, ratios against the dense twin, JSON out."""
+
+import json
+
+import pytest
+
+from zoo_tasks.rl.bench import main
+
+
+def test_bench_measures_each_architecture_and_writes_ratios(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    args = ["--env-steps", "230", "--learning-starts", "100", "--actor-hidden", "8", "--critic-hidden", "8"]
+    args += ["--batch-size", "8", "--num-experts", "4", "--router", "noisy_topk", "--out", str(out)]
+    assert main([*args, "--architectures", "simba", "scalemoe-feature"]) == 0
+    result = json.loads(out.read_text())
+    assert result["settings"]["router"] == "noisy_topk" and set(result["results"]) == {"simba", "scalemoe-feature"}
+    simba, moe = result["results"]["simba"], result["results"]["scalemoe-feature"]
+    assert simba["ratio_vs_dense"] == 1.0
+    assert moe["ratio_vs_dense"] == pytest.approx(moe["env_steps_per_s"] / simba["env_steps_per_s"])
+    assert moe["updates_per_s"] > 0 and moe["critic_active"] < moe["critic_total"]
+    assert f"wrote {out}" in capsys.readouterr().out
+
+
+def test_bench_refuses_a_budget_without_learning_steps(capsys):
+    assert main(["--env-steps", "200", "--learning-starts", "100"]) == 2
+    assert "--env-steps must leave agent steps after --learning-starts" in capsys.readouterr().err
