@@ -33,13 +33,19 @@ ENCODERS = ("none", "digits_cnn")
 class MILOutput(NamedTuple):
     """:meth:`MILModule.forward`'s result: bag ``logits`` (B,), per-instance ``scores`` (B, N) or None (attention or
     instance logits, for plots), ``routing`` {layer name: Routing} (empty without a mixture, and for the published
-    package, which exposes no combine weights), ``dispatch``: per-bag (n_i, E, H, S) dispatch weights of the real
-    instances, or None for the linear layer."""
+    package, which exposes no combine weights), ``dispatch``: the projection's dispatch weights, (B, N, H, E, S)
+    for ours, a list of per-bag (n_i, E, H, S) for the package, None for the linear layer (see :meth:`bag_dispatch`)."""
 
     logits: Tensor
     scores: Tensor | None
     routing: dict[str, Routing]
-    dispatch: list[Tensor] | None
+    dispatch: Tensor | list[Tensor] | None
+
+    def bag_dispatch(self, i: int, mask: Tensor) -> Tensor:
+        """Bag ``i``'s detached dispatch weights over its real instances, (n_i, E, H, S)."""
+        if isinstance(self.dispatch, list):
+            return self.dispatch[i].detach()
+        return self.dispatch[i, mask[i]].permute(0, 2, 1, 3).detach()
 
 
 def _check_router(router: str, router_kwargs: dict | None) -> None:
@@ -141,8 +147,7 @@ class MILModule(pl.LightningModule):
         if isinstance(self.projection, nn.Sequential):
             h = self.projection(x)
         elif isinstance(self.projection, Mammoth):
-            h, routing["projection"], weights, _ = self.projection(x, mask)
-            dispatch = [weights[i, mask[i]].permute(0, 2, 1, 3).detach() for i in range(len(weights))]  # (n_i,E,H,S)
+            h, routing["projection"], dispatch, _ = self.projection(x, mask)
         else:
             h, dispatch = self.projection(x, mask)
         logits, scores = self.aggregator(h, mask)
@@ -184,7 +189,7 @@ class MILModule(pl.LightningModule):
             pick = (pos[:1] + neg[:1] + pos[1:] + neg[1:])[: self.hparams.plot_bags]  # both classes when present
             self._plot_batch = {k: v[pick].cpu() for k, v in batch.items()}
             self._plot_batch["probs"] = torch.sigmoid(out.logits)[pick].cpu()
-            self._plot_batch["dispatch"] = [out.dispatch[i].cpu().numpy() for i in pick]
+            self._plot_batch["dispatch"] = [out.bag_dispatch(i, batch["mask"]).cpu().numpy() for i in pick]
         return {"routing": out.routing}
 
     def on_test_end(self) -> None:

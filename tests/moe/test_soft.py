@@ -94,8 +94,12 @@ def test_routing_holds_each_tokens_combine_mass_per_expert():
     assert probs[~routing.token_mask()].abs().max() == 0
     torch.testing.assert_close(probs.view(B, N, E)[1, 2, 3], combine[1, 2, :, 3].sum(-1).mean())
     torch.testing.assert_close(routing.dense_weights(), probs)  # every token uses every expert
-    one_head = slot_routing(logits[:, :, :1], combine[:, :, :1], valid)
-    torch.testing.assert_close(torch.softmax(one_head.logits, -1)[valid.reshape(-1)], one_head.probs[valid.reshape(-1)])
+    real = valid.reshape(-1)
+    torch.testing.assert_close(torch.softmax(routing.logits, -1)[real], probs[real])
+    assert torch.isfinite(routing.logits).all()
+    one_head = slot_routing(logits[:, :, :1], combine[:, :, :1], valid)  # H = 1: logsumexp over slots, shifted
+    lse = torch.logsumexp(logits[:, :, 0], dim=-1).reshape(B * N, E)[real]
+    torch.testing.assert_close(one_head.logits[real] - one_head.logits[real, :1], lse - lse[:, :1])
 
 
 def test_single_head_input_and_gradients_reach_the_logits():

@@ -66,14 +66,16 @@ def slot_routing(logits: Tensor, combine: Tensor, valid: Tensor | None = None) -
       over heads; each real token's row sums to 1 (padding rows are 0), so load / entropy statistics read
       "how much of each token's output comes from expert e";
     - ``indices`` (T, E) = ``arange(E)`` for every token (dense: nothing is dropped);
-    - ``logits`` (T, E): ``logsumexp_s l[t, h, e, s]`` averaged over heads (for H = 1 its softmax is ``probs``);
+    - ``logits`` (T, E): ``log probs`` (detached, clamped at 1e-30 so padding rows stay finite), so that
+      ``softmax(logits) == probs`` for every real token (for H = 1 this is ``logsumexp_s l`` up to a per-token
+      constant). It is cheaper than a logsumexp over the slots and carries no extra information;
     - ``valid`` (T,): False for padding tokens (None when every token is real).
 
     Dispatch mass is not summarised: every slot's dispatch sums to 1 by construction, so it carries no load.
     """
     b, n, h, e, _ = logits.shape
     probs = combine.sum(-1).mean(2).reshape(b * n, e)
-    expert_logits = torch.logsumexp(logits.float(), dim=-1).mean(2).reshape(b * n, e)
+    expert_logits = probs.detach().clamp_min(1e-30).log()
     indices = torch.arange(e, device=logits.device).expand(b * n, e)
     token_valid = None if valid is None else valid.reshape(b * n).bool()
     return Routing(indices=indices, weights=probs, logits=expert_logits, valid=token_valid, probs=probs)
