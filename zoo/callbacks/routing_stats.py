@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 import pytorch_lightning as pl
 import torch
+import torch.distributed as dist
 
 from zoo.moe.routing import Routing
 from zoo.moe.stats import RoutingSummary, routing_summary
@@ -40,9 +41,9 @@ class RoutingStatsCallback(pl.Callback):
     - at ``on_fit_end`` writes ``expert_load_<layer>.png`` (logged step x expert heatmap) per layer and
       ``expert_load_layers.png`` (layer x expert, whole fit), and at fit end and test end writes
       ``routing_summary.json`` = ``{"train": {...}, "validate": {...}, "test": {...}}`` (only stages that saw a
-      routing; each ``RoutingSummary.to_dict()``) into ``trainer.log_dir`` (or ``default_root_dir``), on rank 0
-      (from rank 0's share of the batches under DDP). A model that returns no routing is fine: nothing is
-      logged or written.
+      routing; each ``RoutingSummary.to_dict()``, merged over all data-parallel processes) into ``trainer.log_dir``
+      (or ``default_root_dir``), on rank 0; the per-layer heatmaps show rank 0's logged steps. A model that
+      returns no routing is fine: nothing is logged or written.
     """
 
     def __init__(
@@ -92,33 +93,49 @@ class RoutingStatsCallback(pl.Callback):
             self._accumulate("test", routings)
 
     def _out_dir(self, trainer) -> str:
-        return trainer.log_dir or trainer.default_root_dir
+        return trainer.log_dir or trainer.default_root_dir  # log_dir is a collective under DDP: call on every rank
 
-    def summary_dict(self) -> dict[str, dict]:
-        """``{stage: RoutingSummary.to_dict()}`` for the stages that saw a routing."""
-        return {s: self.summaries[s].to_dict() for s in ("train", "validate", "test") if self.summaries.get(s)}
+    def _gathered(self) -> dict[str, RoutingSummary]:
+        """The per-stage summaries merged over data-parallel processes (collective: every rank calls it)."""
+        if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+            return self.summaries
+        parts: list = [None] * dist.get_world_size()
+        dist.all_gather_object(parts, self.summaries)
+        merged: dict[str, RoutingSummary] = {}
+        for part in parts:
+            for stage, summary in part.items():
+                merged[stage] = merged[stage].merge(summary) if stage in merged else summary
+        return merged
 
-    def write_summary(self, trainer) -> str | None:
-        if not trainer.is_global_zero or not self.summary_dict():
-            return None
-        out = self._out_dir(trainer)
-        os.makedirs(out, exist_ok=True)
-        path = os.path.join(out, SUMMARY_FILE)
-        with open(path, "w") as f:
-            json.dump(self.summary_dict(), f, indent=1)
-        if path not in self.written:
-            self.written.append(path)
-        return path
+    def summary_dict(self, summaries: dict[str, RoutingSummary] | None = None) -> dict[str, dict]:
+        """``{stage: RoutingSummary.to_dict()}`` for the stages that saw a routing (this process's own by default)."""
+        summaries = self.summaries if summaries is None else summaries
+        return {s: summaries[s].to_dict() for s in ("train", "validate", "test") if summaries.get(s)}
+
+    def _write_summary(self, trainer) -> tuple[str, dict[str, RoutingSummary]]:
+        """Every rank calls this (collectives); rank 0 writes the summary of all processes' batches."""
+        out, summaries = self._out_dir(trainer), self._gathered()
+        content = self.summary_dict(summaries)
+        if trainer.is_global_zero and content:
+            os.makedirs(out, exist_ok=True)
+            path = os.path.join(out, SUMMARY_FILE)
+            with open(path, "w") as f:
+                json.dump(content, f, indent=1)
+            if path not in self.written:
+                self.written.append(path)
+        return out, summaries
 
     def on_fit_end(self, trainer, pl_module) -> None:
-        self.write_summary(trainer)
-        if self.heatmaps and trainer.is_global_zero and self.summaries.get("train"):
-            self._write_heatmaps(self._out_dir(trainer))
+        out, summaries = self._write_summary(trainer)
+        if self.heatmaps and trainer.is_global_zero and summaries.get("train"):
+            self._write_heatmaps(out, summaries["train"])
+        trainer.strategy.barrier("routing_stats_fit_end")  # the other ranks go on once rank 0's files exist
 
     def on_test_end(self, trainer, pl_module) -> None:
-        self.write_summary(trainer)
+        self._write_summary(trainer)
+        trainer.strategy.barrier("routing_stats_test_end")
 
-    def _write_heatmaps(self, out: str) -> None:
+    def _write_heatmaps(self, out: str, train: RoutingSummary) -> None:
         plt = pyplot()
         for key, snaps in self.snapshots.items():
             fig, ax = plt.subplots(figsize=(8, 4))
@@ -126,7 +143,7 @@ class RoutingStatsCallback(pl.Callback):
             ax.set(xlabel="expert", ylabel="logged step", title=f"expert load: {key}")
             fig.colorbar(im, ax=ax, label="load fraction")
             self.written.append(save_figure(fig, os.path.join(out, f"expert_load_{_safe(key)}.png"), dpi=80))
-        layers = self.summaries["train"].layers
+        layers = train.layers
         if len({s.num_experts for s in layers.values()}) == 1:
             grid = torch.tensor([s.load for s in layers.values()])
             fig, ax = plt.subplots(figsize=(8, 1 + 0.4 * grid.shape[0]))
