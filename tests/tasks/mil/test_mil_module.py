@@ -1,4 +1,4 @@
-"""Training MAMMOTH end to end: the loss decreases on real MUSK1 bags, one `zoo reproduce` run of the spec
+"""MILModule (tasks/mil/module.py) end to end: the loss decreases on real MUSK1 bags, one `zoo reproduce` run of the spec
 (config -> ZooCLI -> fit -> test -> record) works and saves the dispatch plot, and the digits main job validates,
 keeps its best checkpoint and tests it."""
 
@@ -39,7 +39,7 @@ def test_smoke_fit_loss_decreases(data_mirror):
     trainer.fit(model, data)
     assert history.losses[-1] < 0.8 * history.losses[0], history.losses
     result = trainer.test(model, data, verbose=False)[0]
-    assert 0 <= result["test/acc"] <= 1 and 0 <= result["test/auc"] <= 1
+    assert result["test/acc"] >= 0.7 and result["test/auc"] >= 0.7  # fold 0 of MUSK1 (10 bags), well above chance
     assert model.extra_results()["train_epoch_s"] > 0
     assert model.extra_results()["projection_params"] == sum(p.numel() for p in model.projection.parameters())
 
@@ -85,7 +85,7 @@ def test_main_job_config_validates_keeps_the_best_checkpoint_and_tests(tmp_path,
     best = cli.trainer.checkpoint_callback
     assert best.monitor == "val/loss" and Path(best.best_model_path).is_file()
     result = cli.trainer.test(cli.model, datamodule=cli.datamodule, ckpt_path="best", verbose=False)[0]
-    assert 0 <= result["test/acc"] <= 1
+    assert set(result) >= {"test/loss", "test/acc", "test/auc"} and len(cli.datamodule.test_idx) == 15
     row = next(r for r in spec.benchmark if r.dataset == "Digits-bags")
     protocol = dict(zip(row.overrides[::2], row.overrides[1::2]))
     assert protocol["--data.init_args.num_val_bags"] == "0" and protocol["--trainer.enable_checkpointing"] == "false"
