@@ -1,5 +1,6 @@
-"""MIL aggregators (tasks/mil/aggregators.py): every aggregator, with and without MAMMOTH (ours and the package): a bag's logit does not depend on the order
-of its instances, nor on the padding of a batch (each shuffled bag alone vs the padded batch). Real MUSK1 bags."""
+"""MIL aggregators (tasks/mil/aggregators.py): every aggregator, with and without MAMMOTH (ours and the package):
+a bag's logit does not depend on the order of its instances, nor on the padding of a batch (each shuffled bag alone
+vs the padded batch). Real MUSK1 bags."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""MILModule (tasks/mil/module.py) end to end: the loss decreases on real MUSK1 bags, one `zoo reproduce` run of the spec
-(config -> ZooCLI -> fit -> test -> record) works and saves the dispatch plot, and the digits main job validates,
-keeps its best checkpoint and tests it."""
+"""MILModule (tasks/mil/module.py) end to end: the loss decreases on real MUSK1 bags, one `zoo reproduce` run of the
+spec (config -> ZooCLI -> fit -> test -> record) works and saves the dispatch plot, and the digits main job
+validates, keeps its best checkpoint and tests it."""
 
 from __future__ import annotations
 
