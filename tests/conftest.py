@@ -15,20 +15,33 @@ TOY_PLUGIN = REPO / "tests" / "fixtures" / "toy_plugin"
 
 
 def _mirror() -> Path | None:
-    value = os.environ.get("ZOO_DATA_MIRROR")
-    if value and Path(value).is_dir():
-        return Path(value).resolve()
-    fallback = REPO.parent / "shared" / "datasets"
-    return fallback if fallback.is_dir() else None
+    """The dataset mirror by the library's own rule (``zoo.data.resolve.data_mirror``), if it exists."""
+    from zoo.data.resolve import data_mirror
+
+    mirror = data_mirror()
+    return mirror.resolve() if mirror is not None and mirror.is_dir() else None
 
 
 @pytest.fixture(scope="session")
 def data_mirror() -> Path:
-    """The read-only mirror of real datasets (``$ZOO_DATA_MIRROR``); tests needing it skip without it."""
+    """The read-only mirror of real datasets (``$ZOO_DATA_MIRROR``, else ``shared/datasets`` beside the checkout);
+    tests needing it skip, saying why, without it."""
     mirror = _mirror()
     if mirror is None:
-        pytest.skip("no dataset mirror: set ZOO_DATA_MIRROR")
+        pytest.skip("no dataset mirror: set ZOO_DATA_MIRROR or put shared/datasets beside the checkout")
     return mirror
+
+
+def need_dataset(name: str, files=None) -> Path:
+    """The folder of dataset ``name`` as ``zoo.data.resolve`` finds it (no download); skips the test, naming the
+    places tried, when this machine does not have it."""
+    from zoo.data.resolve import resolve
+    from zoo.errors import DatasetNotFoundError
+
+    try:
+        return resolve(name, files=files, download=False)
+    except DatasetNotFoundError as exc:
+        pytest.skip(f"dataset {name!r} not on this machine: {str(exc).splitlines()[0]}")
 
 
 @pytest.fixture(scope="session")

@@ -35,6 +35,7 @@ def test_unknown_command_and_benchmark(zoo_env, tmp_path):
 def test_missing_dataset_in_a_real_task(zoo_env, tmp_path, monkeypatch):
     env = {k: v for k, v in zoo_env.items() if k not in ("ZOO_DATA_MIRROR", "ZOO_DATA_DIR")}
     env["ZOO_DATA_DIR"] = str(tmp_path / "empty")
+    env["ZOO_DATA_MIRROR"] = ""  # no mirror, not even the one beside the checkout
     # an unroutable proxy makes the download fail fast and the same way on- and offline
     env["https_proxy"] = env["HTTPS_PROXY"] = "http://127.0.0.1:9"
     config = REPO / "configs" / "seer" / "etth1_96_seer.yaml"

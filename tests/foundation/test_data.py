@@ -12,8 +12,8 @@ from zoo.errors import ChecksumError, ConfigError, DatasetNotFoundError
 
 @pytest.fixture()
 def clean_env(monkeypatch, tmp_path):
-    for var in ("ZOO_DATA_DIR", "ZOO_DATA_MIRROR"):
-        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("ZOO_DATA_DIR", raising=False)
+    monkeypatch.setenv("ZOO_DATA_MIRROR", "")  # set and empty: no mirror, not even the one beside the checkout
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
     return monkeypatch
 
@@ -85,3 +85,24 @@ def test_writable_copy_links_files_and_keeps_the_mirror_untouched(clean_env, dat
     (work / "MUTAG" / "processed").mkdir()  # what PyG does; must land in the cache, not the mirror
     assert not (data_mirror / "TUDataset" / "MUTAG" / "processed").exists()
     assert writable_copy("TUDataset", files=["MUTAG"]) == work  # idempotent
+
+
+def test_library_and_tests_share_one_mirror_rule(monkeypatch, tmp_path):
+    """With no variable set the mirror beside the checkout is used by `resolve` as by the test fixture."""
+    from conftest import REPO, _mirror
+
+    from zoo.data.resolve import data_mirror
+
+    monkeypatch.delenv("ZOO_DATA_DIR", raising=False)
+    monkeypatch.delenv("ZOO_DATA_MIRROR", raising=False)
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    beside = REPO.parent / "shared" / "datasets"
+    assert data_mirror() == (beside if beside.is_dir() else None)
+    assert _mirror() == (beside.resolve() if beside.is_dir() else None)
+    if not (beside / "ETT-small" / "ETTh1.csv").is_file():
+        pytest.skip(f"no ETT-small in a mirror beside the checkout ({beside})")
+    assert resolve("ETT-small", files=["ETTh1.csv"], download=False) == beside / "ETT-small"
+    monkeypatch.setenv("ZOO_DATA_MIRROR", str(tmp_path / "elsewhere"))  # an explicit mirror wins, even if empty
+    assert data_mirror() == tmp_path / "elsewhere"
+    monkeypatch.setenv("ZOO_DATA_MIRROR", "")
+    assert data_mirror() is None

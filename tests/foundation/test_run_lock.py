@@ -52,7 +52,7 @@ def test_reproduce_skips_a_run_another_process_holds(zoo_env, tmp_path):
         assert f"dense / digits seed=0  (running: pid {proc.pid})" in listing
         assert "moe / digits seed=1  (resumes from last.ckpt)" in listing
         assert "moe / digits seed=0\n" in listing
-        out = run_zoo([*args, "--only", "dense"], zoo_env, tmp_path)
+        out = run_zoo([*args, "--only", "dense", "--allow-dirty"], zoo_env, tmp_path)
     finally:
         proc.kill()
         proc.wait()

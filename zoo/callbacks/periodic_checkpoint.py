@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import ModelCheckpoint
+
+from zoo.callbacks.atomic_checkpoint import atomic_save
 
 
 class PeriodicCheckpoint(pl.Callback):
@@ -43,11 +44,8 @@ class PeriodicCheckpoint(pl.Callback):
         if not isinstance(callback, ModelCheckpoint) or callback.dirpath is None:
             return
         path = Path(callback.dirpath) / f"{callback.CHECKPOINT_NAME_LAST}{callback.FILE_EXTENSION}"
-        partial = path.with_name(path.name + ".partial")
         # Claim the file for the ModelCheckpoint, in its state saved here too: otherwise its own end-of-epoch save
         # (also after a resume) finds a last.ckpt it did not write and saves to last-v1.ckpt beside it.
         callback.last_model_path = str(path)
-        trainer.save_checkpoint(partial, weights_only=False)  # the full state (optimisers too), said explicitly
-        if trainer.is_global_zero:
-            os.replace(partial, path)
+        atomic_save(trainer, path, weights_only=False)  # the full state (optimisers too), said explicitly
         self._last_save = time.monotonic()

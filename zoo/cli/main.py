@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 HELP = """usage: zoo COMMAND [options]
 
@@ -18,13 +19,35 @@ commands:
                                     run the task's benchmark rows (skipping recorded ones) and render
                                     leaderboard/TASK.md
   render TASK                       re-render leaderboard/TASK.md from its records
-  bench NAME [args]                 side-by-side benchmarks: {benches}
+  bench NAME [args]                 side-by-side benchmarks: moe, and those of each task (`zoo list`)
 
 environment: ZOO_DATA_DIR, ZOO_DATA_MIRROR (read-only dataset mirror), ZOO_CACHE_DIR (downloads, writable copies)
 """
 
 LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
-BENCHES = {"moe": "zoo.bench.moe:main", "scalemoe": "zoo_tasks.rl.bench:main"}
+# zoo's own benchmarks; every task adds its own through TaskSpec.benchmarks (zoo.registry.benchmarks)
+CORE_BENCHES = {"moe": "zoo.bench.moe:main"}
+
+
+def benches() -> dict[str, str]:
+    """Every ``zoo bench`` program: NAME -> ``"package.module:function"``."""
+    from zoo.registry import discover
+
+    found = dict(CORE_BENCHES)
+    for load in discover():
+        for name, target in (getattr(load.spec, "benchmarks", None) or {}).items():
+            found.setdefault(name, target)
+    return found
+
+
+def _bench_args(name: str, args: list[str]) -> list[str]:
+    """A ``--quick`` smoke run of ``zoo bench moe`` writes under ``runs/``, never into ``leaderboard/results/``."""
+    if name == "moe" and "--quick" in args and not any(a == "--out" or a.startswith("--out=") for a in args):
+        import time
+
+        out = Path("runs") / "bench" / "moe_layer" / f"quick-{time.strftime('%Y%m%d-%H%M%S')}.json"
+        return [*args, "--out", str(out)]
+    return args
 
 
 def _expand_task_shortcut(args: list[str]) -> list[str]:
@@ -44,7 +67,7 @@ def _expand_task_shortcut(args: list[str]) -> list[str]:
 
 def _run(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print(HELP.format(benches=", ".join(BENCHES)))
+        print(HELP)
         return 0
     command, rest = argv[0], argv[1:]
     if command in LIGHTNING_COMMANDS:
@@ -64,25 +87,32 @@ def _run(argv: list[str]) -> int:
 
         return reproduce_main([command, *rest])
     if command == "bench":
-        if not rest or rest[0] not in BENCHES:
+        known = benches()
+        if not rest or rest[0] not in known:
             from zoo.errors import ConfigError
 
-            raise ConfigError(f"unknown benchmark {rest[0] if rest else ''!r}; choose from: {', '.join(BENCHES)}")
+            raise ConfigError(f"unknown benchmark {rest[0] if rest else ''!r}; choose from: {', '.join(known)}")
         from zoo.registry import load_object
 
-        return int(load_object(BENCHES[rest[0]])(rest[1:]) or 0)
+        return int(load_object(known[rest[0]])(_bench_args(rest[0], rest[1:])) or 0)
     from zoo.errors import ConfigError
 
     raise ConfigError(f"unknown command {command!r}; run `zoo --help`")
 
 
 def _user_error(exc: BaseException) -> BaseException | None:
-    """The ZooError behind ``exc``, if any (jsonargparse and Lightning may wrap it)."""
+    """The ZooError (or Lightning configuration error) behind ``exc``, if any (jsonargparse and Lightning may wrap
+    it)."""
     from zoo.errors import ZooError
 
+    user_errors: tuple[type, ...] = (ZooError,)
+    if "lightning_fabric" in sys.modules:
+        from lightning_fabric.utilities.exceptions import MisconfigurationException
+
+        user_errors = (ZooError, MisconfigurationException)
     seen = set()
     while exc is not None and id(exc) not in seen:
-        if isinstance(exc, ZooError):
+        if isinstance(exc, user_errors):
             return exc
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__

@@ -9,6 +9,7 @@ the others while it is held. ``--quick`` adds each row's ``quick_overrides`` (a 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -17,10 +18,11 @@ from pathlib import Path
 import yaml
 
 from zoo.cli.run_lock import RunLock
+from zoo.errors import ConfigError
 from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, results_dir, write_record
 from zoo.leaderboard.render import render_index, render_task
 from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
-from zoo.runinfo import git_commit, machine, package_versions
+from zoo.runinfo import dirty_sources, git_commit, machine, package_versions, source_hash
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,6 +47,11 @@ def _parser() -> argparse.ArgumentParser:
         help="run (seed, fold) by (seed, fold) across all rows, so every row grows evenly if the run is cut short",
     )
     p.add_argument("--dry-run", action="store_true", help="list the runs that would execute and exit")
+    p.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="write records although source files are uncommitted or untracked (the records say so)",
+    )
     p.add_argument("--leaderboard", type=Path, default=None, help="leaderboard folder (default: the repo's)")
     p.add_argument("--runs", type=Path, default=None, help="folder for logs and checkpoints (default: runs/)")
     return p
@@ -93,6 +100,9 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
     extra = model.extra_results() if hasattr(model, "extra_results") else {}
     extra["resumed_from_checkpoint"] = resumed
     extra["wall_time_before_resume_s"] = round(prior, 2)
+    dirty = dirty_sources()
+    if dirty:
+        extra["dirty_files"] = dirty[:50]
     config = yaml.safe_load(cli.parser.dump(cli.config, skip_none=False))
     return RunRecord(
         task=spec.name,
@@ -109,7 +119,19 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
         reduced=row.reduced or quick,
         note=("quick smoke settings; " if quick else "") + row.note,
         extra=extra,
+        routing=_routing_summary(trainer),
+        # equal source hashes: made by the same task and zoo code (the commit alone can be dirty or not hold it)
+        source_hash=source_hash(spec.model.partition(":")[0]),
     )
+
+
+def _routing_summary(trainer) -> dict:
+    """What the routing-stats callback wrote for this run (``routing_summary.json`` in its log folder), or {}."""
+    path = Path(trainer.log_dir or trainer.default_root_dir) / "routing_summary.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path) -> str:
@@ -122,6 +144,17 @@ def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path
     elif _last_checkpoint(run_dir).exists():
         line += "  (resumes from last.ckpt)"
     return line
+
+
+def _refuse_dirty_tree() -> None:
+    """Records must name the code that made them: refuse while source files differ from HEAD."""
+    dirty = dirty_sources()
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
+        raise ConfigError(
+            f"source files differ from the last commit ({shown}): commit them so the records name the code "
+            "that made them, or pass --allow-dirty (the records then list those files)"
+        )
 
 
 def _write_pages(spec: TaskSpec, leaderboard: Path) -> Path:
@@ -142,6 +175,8 @@ def reproduce_main(argv: list[str]) -> int:
         return 0
     ns = _parser().parse_args(argv)
     spec = get_task(ns.task)
+    if not ns.quick and not ns.dry_run and not ns.allow_dirty:
+        _refuse_dirty_tree()
     runs_root = ns.runs or repository_root() / "runs"
     leaderboard = ns.leaderboard or (
         runs_root / "quick" / "leaderboard" if ns.quick else repository_root() / "leaderboard"

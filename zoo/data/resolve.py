@@ -1,7 +1,8 @@
 """Find a named dataset on disk (or download it), verify every file's sha256, and hand out writable copies.
 
-Resolution order: explicit ``path`` -> ``$ZOO_DATA_DIR/<name>`` -> ``$ZOO_DATA_MIRROR/<name>`` (read-only; CI
-points it at ``../shared/datasets``) -> download from the canonical URL into ``$ZOO_CACHE_DIR/data/<name>``.
+Resolution order: explicit ``path`` -> ``$ZOO_DATA_DIR/<name>`` -> ``<mirror>/<name>`` (read-only; see
+:func:`data_mirror`: ``$ZOO_DATA_MIRROR``, else ``shared/datasets`` beside the checkout) -> download from the
+canonical URL into ``$ZOO_CACHE_DIR/data/<name>``. The test suite finds its mirror through the same function.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from zoo.data.catalog import DatasetSpec, Download, get_dataset_spec
 from zoo.errors import ChecksumError, DatasetNotFoundError
+from zoo.registry import repository_root
 
 _CHUNK = 1 << 20
 
@@ -63,13 +65,27 @@ def verify(root: Path, name: str, files: Iterable[str] | None = None) -> None:
             )
 
 
+def data_mirror() -> Path | None:
+    """The read-only dataset mirror, one rule for the library and the tests: ``$ZOO_DATA_MIRROR`` when set (even
+    if missing, so that a wrong value shows up in the "Tried:" list; set and empty: no mirror at all), else
+    ``shared/datasets`` beside the checkout (``<repo>/../shared/datasets``) when that folder exists, else None."""
+    value = os.environ.get("ZOO_DATA_MIRROR")
+    if value is not None:
+        return Path(value).expanduser().absolute() if value else None
+    beside = repository_root().parent / "shared" / "datasets"
+    return beside if beside.is_dir() else None
+
+
 def _candidates(name: str, path: str | os.PathLike | None) -> list[tuple[str, Path]]:
     found = []
     if path is not None:
         found.append(("explicit path", Path(path).expanduser().absolute()))
-    for var in ("ZOO_DATA_DIR", "ZOO_DATA_MIRROR"):
-        if os.environ.get(var):
-            found.append((f"${var}/{name}", Path(os.environ[var]).expanduser().absolute() / name))
+    if os.environ.get("ZOO_DATA_DIR"):
+        found.append((f"$ZOO_DATA_DIR/{name}", Path(os.environ["ZOO_DATA_DIR"]).expanduser().absolute() / name))
+    mirror = data_mirror()
+    if mirror is not None:
+        label = "$ZOO_DATA_MIRROR" if os.environ.get("ZOO_DATA_MIRROR") else "mirror beside the checkout"
+        found.append((f"{label}/{name}", mirror / name))
     found.append(("download cache", cache_dir() / "data" / name))
     return found
 
