@@ -40,7 +40,7 @@ def flatten_observation(observation: dict) -> np.ndarray:
 
 
 class DMControlEnv(gym.Env):
-    """A DeepMind Control Suite task (Tassa et al. 2018) behind the gymnasium API.
+    """A DeepMind Control Suite task (Tassa et al. 2018, arXiv 1801.00690) behind the gymnasium API.
 
     Spaces: observation Box (obs_dim,) float32 (the flattened observation dict); action Box (act_dim,) in
     [-1, 1]. ``step`` repeats the action ``action_repeat`` times and returns the summed reward.

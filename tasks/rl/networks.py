@@ -71,7 +71,8 @@ def _linear_head(in_dim: int, out_dim: int) -> nn.Linear:
     return head
 
 
-def _check_architecture(architecture: str) -> None:
+def check_architecture(architecture: str) -> None:
+    """Raise ConfigError naming the valid architectures."""
     if architecture not in ARCHITECTURES:
         raise ConfigError(f"unknown architecture {architecture!r}; valid: {', '.join(ARCHITECTURES)}")
 
@@ -282,7 +283,7 @@ def make_actor(
 ) -> nn.Module:
     """Build the actor for ``architecture`` in ``ARCHITECTURES``. MoE experts get width ``expert_hidden``, or,
     when None, the width that matches the dense SimBa actor's active parameters; the gate is ``router``."""
-    _check_architecture(architecture)
+    check_architecture(architecture)
     if architecture == "mlp":
         return DenseActor(MLPEncoder(obs_dim, hidden), act_dim)
     if architecture == "simba":
@@ -308,7 +309,7 @@ def make_critic(
     router_kwargs: dict | None = None,
 ) -> CriticEnsemble:
     """Build ``num_q`` critics for ``architecture`` (see ``make_actor`` for the MoE width rule)."""
-    _check_architecture(architecture)
+    check_architecture(architecture)
     in_dim = obs_dim + act_dim
 
     def one() -> nn.Module:

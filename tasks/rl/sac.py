@@ -47,7 +47,7 @@ from zoo.errors import ConfigError
 from zoo.moe import LayerSummary, Routing, RoutingSummary, require_router, routing_summary, weighted_aux_loss
 from zoo.moe.weighting import check_aux_weights
 from zoo.nn.running_mean_std import RunningMeanStd
-from zoo_tasks.rl.networks import ARCHITECTURES, GATE, GATE_NEEDS, check_moe_settings, make_actor, make_critic
+from zoo_tasks.rl.networks import GATE, GATE_NEEDS, check_architecture, check_moe_settings, make_actor, make_critic
 from zoo_tasks.rl.replay import Batch, ReplayBuffer
 
 
@@ -114,8 +114,7 @@ class SACAgent(pl.LightningModule):
         checkpoint_every_s: float = 300.0,
     ):
         super().__init__()
-        if architecture not in ARCHITECTURES:
-            raise ConfigError(f"unknown architecture {architecture!r}; valid: {', '.join(ARCHITECTURES)}")
+        check_architecture(architecture)
         if num_q < 1:
             raise ConfigError(f"num_q must be >= 1, got {num_q}")
         if checkpoint_every_s < 0:
@@ -223,8 +222,16 @@ class SACAgent(pl.LightningModule):
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, deterministic: bool) -> np.ndarray:
-        """One action in [-1, 1] for one raw observation: a policy sample, or ``tanh(mean)`` when deterministic."""
-        mean, log_std, _ = self.actor(self.normalize(torch.as_tensor(obs, dtype=torch.float32)[None]))
+        """One action in [-1, 1] for one raw observation: a policy sample, or ``tanh(mean)`` when deterministic.
+
+        The actor runs in eval mode: acting is not a training forward of its gate (no gate noise, and one acting
+        state does not count as a batch for a router's load balancing, e.g. sigmoid_bias's bias step)."""
+        was_training = self.actor.training
+        self.actor.eval()
+        try:
+            mean, log_std, _ = self.actor(self.normalize(torch.as_tensor(obs, dtype=torch.float32)[None]))
+        finally:
+            self.actor.train(was_training)
         action = torch.tanh(mean) if deterministic else tanh_normal_sample(mean, log_std)[0]
         return action[0].numpy()
 
@@ -324,9 +331,12 @@ class SACAgent(pl.LightningModule):
 
     @torch.no_grad()
     def update_target(self) -> None:
-        """Step 4: Polyak averaging of the target critic towards the critic."""
+        """Step 4: Polyak averaging of the target critic's parameters towards the critic's; buffers (a router's
+        balancing state, e.g. sigmoid_bias's expert bias) are not learned and are copied."""
         for target, online in zip(self.target_critic.parameters(), self.critic.parameters()):
             target.lerp_(online, self.hparams.tau)
+        for target, online in zip(self.target_critic.buffers(), self.critic.buffers()):
+            target.copy_(online)
 
     def update(self, batch: Batch) -> UpdateOutput:
         """One full SAC update on a replay batch (steps 1-4); its gates' routings (detached) join the training

@@ -15,6 +15,10 @@ def test_unknown_names_give_clear_errors():
         MoEActor(5, 1, 16, 1, num_experts=4, top_k=2, gating="token")
     with pytest.raises(ConfigError, match="top_k"):
         MoECritic(5, 1, 16, 1, num_experts=4, top_k=5, gating="output")
+    with pytest.raises(ConfigError, match=r"unknown router 'topkk'; valid: .*topk"):
+        MoEActor(5, 1, 16, 1, num_experts=4, top_k=2, gating="output", router="topkk")
+    with pytest.raises(ConfigError, match=r"'expert_choice' cannot route ScaleMoE's per-state gate.*noisy_topk"):
+        MoECritic(5, 1, 16, 1, num_experts=4, top_k=2, gating="feature", router="expert_choice")
 
 
 @pytest.mark.parametrize("gating", ["output", "feature"])

@@ -238,3 +238,20 @@ def test_tanh_normal_log_prob_matches_torch_distributions():
     keep = action.abs().max(-1).values < 0.999  # atanh is ill-conditioned at the boundary
     torch.testing.assert_close(log_prob[keep], expect[keep], rtol=1e-3, atol=1e-3)
     assert math.isfinite(float(dist.log_prob(action.clamp(-0.999, 0.999)).sum()))
+
+
+def test_acting_is_not_a_training_forward_and_the_target_copies_the_balancing_bias():
+    agent = SACAgent(architecture="scalemoe-output", router="sigmoid_bias", **TINY)
+    agent.build(obs_dim=5, act_dim=1)
+    agent.train()
+    gate = agent.actor.router
+    bias = gate.expert_bias.clone()
+    agent.act(torch.randn(5).numpy(), deterministic=False)
+    assert torch.equal(gate.expert_bias, bias) and gate.training  # no bias step from one acting state
+    agent.actor(torch.randn(32, 5))  # a training forward of a batch moves the bias
+    assert not torch.equal(gate.expert_bias, bias)
+    critic_gate = agent.critic.critics[0].router
+    with torch.no_grad():
+        critic_gate.expert_bias.add_(0.5)
+    agent.update_target()
+    assert torch.equal(agent.target_critic.critics[0].router.expert_bias, critic_gate.expert_bias)
