@@ -5,9 +5,10 @@ batch, end where one process on the whole batch ends.
   a ``zoo.moe.MoE`` layer whose router is ``sigmoid_bias``; its expert-bias update must see the global load
   (``SigmoidBiasRouter.update_bias`` all-reduces it), so the biases stay identical on both processes (buffer
   broadcast is off, to prove it) and equal to the 1-process biases, and the weights match.
-- ``test_two_process_ddp_matches_single_process``: the toy task (digits classifier, dense block) through the
-  ``zoo`` CLI under Lightning's DDP strategy ends at the 1-process metrics within float tolerance (1e-4 on the
-  loss): the global batches are the same, since shuffling is off and the datamodule shards the data itself.
+- ``test_two_process_ddp_matches_single_process``: the toy task (digits classifier whose hidden block is an MoE
+  layer with the ``sigmoid_bias`` router) through the ``zoo`` CLI under Lightning's DDP strategy ends at the
+  1-process metrics within float tolerance (1e-4 on the loss): the global batches are the same, since shuffling
+  is off and the datamodule shards the data itself; its routing summary covers both processes' batches.
 """
 
 import json
@@ -95,6 +96,10 @@ def _metrics(run_dir):
     return json.loads(next((run_dir / "lightning_logs").glob("version_*/run_fit.json")).read_text())["metrics"]
 
 
+def _summary(run_dir):
+    return json.loads(next((run_dir / "lightning_logs").glob("version_*/routing_summary.json")).read_text())
+
+
 def test_two_process_ddp_matches_single_process(zoo_env, tmp_path):
     common = [
         "fit",
@@ -105,7 +110,9 @@ def test_two_process_ddp_matches_single_process(zoo_env, tmp_path):
         "--data.init_args.shuffle",
         "false",
         "--model.init_args.num_experts",
-        "0",
+        "4",
+        "--model.init_args.router",
+        "sigmoid_bias",
         "--model.init_args.optimizer",
         "sgd",
         "--model.init_args.lr",
@@ -138,3 +145,7 @@ def test_two_process_ddp_matches_single_process(zoo_env, tmp_path):
     # by sqrt(v) and so turns that rounding noise in near-zero gradients into full-size steps.
     assert abs(a["val/loss"] - b["val/loss"]) < 1e-4, (a, b)
     assert abs(a["val/acc"] - b["val/acc"]) < 1e-6, (a, b)
+    # the routing summary covers every process's batches: the same tokens and (same biases) the same load
+    sa, sb = (_summary(tmp_path / d)["train"]["block"] for d in ("one", "two"))
+    assert sa["tokens"] == sb["tokens"] == 2 * 1200 and sb["steps"] == 2 * sa["steps"]
+    assert max(abs(x - y) for x, y in zip(sa["load"], sb["load"], strict=True)) < 1e-3, (sa, sb)
