@@ -148,7 +148,8 @@ def checkout_root() -> Path | None:
     """The moe-zoo source checkout this ``zoo`` is imported from (an editable install), or None when
     ``zoo`` is installed from a wheel. Nothing a task needs to run depends on it."""
     root = Path(__file__).resolve().parent.parent
-    return root if (root / "pyproject.toml").is_file() and (root / "zoo").is_dir() else None
+    project = root / "pyproject.toml"
+    return root if project.is_file() and 'name = "moe-zoo"' in project.read_text() else None
 
 
 def repository_root() -> Path:

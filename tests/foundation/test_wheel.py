@@ -80,6 +80,8 @@ def test_installed_zoo_lists_every_builtin_from_the_wheel(wheel_site, scratch):
     assert where.returncode == 0, where.stderr[-3000:]
     installed = [str(wheel_site / "zoo" / "__init__.py"), str(wheel_site / "zoo_tasks" / "__init__.py")]
     assert where.stdout.split() == [*installed, "False"]  # not the checkout, and no editable finder loaded
+    roots = _run(wheel_site, scratch, "-c", "from zoo.registry import *; print(checkout_root(), repository_root())")
+    assert roots.stdout.split() == ["None", str(scratch)], roots.stderr[-2000:]  # leaderboard/ goes to the cwd
     out = _run(wheel_site, scratch, "-m", "zoo.cli.main", "list", "--no-routers")
     assert out.returncode == 0, out.stderr[-3000:]
     assert "FAILED TO LOAD" not in out.stdout and "NOT REGISTERED" not in out.stdout, out.stdout
