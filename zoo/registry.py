@@ -158,6 +158,18 @@ def repository_root() -> Path:
     return checkout_root() or Path.cwd()
 
 
+def task_package(module: str) -> str:
+    """The task package holding ``module``: the package of the ``zoo.tasks`` entry point whose spec module lies in
+    it, the longest such (``a.b.model`` -> ``a.b`` for an entry point ``a.b.spec:SPEC``), else ``module``'s
+    top-level package. Reads entry-point names only; imports nothing."""
+    best = ""
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        package = ep.value.partition(":")[0].rpartition(".")[0]
+        if package and (module == package or module.startswith(package + ".")) and len(package) > len(best):
+            best = package
+    return best or module.partition(".")[0]
+
+
 def load_object(dotted: str):
     """Import ``"package.module:attr"`` (or ``"package.module.attr"``) and return the attribute."""
     module_name, _, attr = dotted.partition(":")

@@ -11,7 +11,7 @@ import zoo.data.catalog as catalog
 import zoo.registry as registry
 from zoo.data.catalog import DatasetSpec, get_dataset_spec
 from zoo.errors import ConfigError
-from zoo.registry import PluginLoad, TaskSpec, discover, package_folder
+from zoo.registry import PluginLoad, TaskSpec, discover, package_folder, task_package
 
 POINTS = "x,y\n0.0,1.0\n1.0,0.0\n2.0,2.0\n"  # its sha256 is in the toy plugin's checksums/toy-points.sha256
 
@@ -159,3 +159,10 @@ def test_config_dir_must_name_a_package_folder_or_an_absolute_path(tmp_path):
         package_folder("configs/x", "config_dir")
     with pytest.raises(ConfigError, match="package 'no_such_pkg' is not importable"):
         package_folder("no_such_pkg:configs", "config_dir")
+
+
+def test_task_package_is_the_entry_points_package():
+    assert task_package("zoo_tasks.mil.module") == "zoo_tasks.mil"  # the entry point is zoo_tasks.mil.spec:MAMMOTH
+    assert task_package("zoo_tasks.mil") == "zoo_tasks.mil"
+    assert task_package("zoo_tasks.milk.module") == "zoo_tasks"  # not a prefix match on names
+    assert task_package("elsewhere.model") == "elsewhere"
