@@ -211,11 +211,10 @@ class GMoE(nn.Module):
             if batch is None:
                 batch = x.new_zeros(x.shape[0], dtype=torch.long)
             x = self.head(readout(x, batch, self.pool))
-        layers = list(routings.values())
         return GraphModelOutput(
             F.log_softmax(x, dim=-1),
-            weighted_aux_loss(layers, self.aux_weights),
-            {"balance": unweighted_aux(layers, "cv_squared")},
+            weighted_aux_loss(routings, self.aux_weights),
+            {"balance": unweighted_aux(routings, "cv_squared")},
             routings=routings,
             expert_outputs=expert_outputs,
         )

@@ -22,6 +22,8 @@ away, given as a separate edge set built by :func:`two_hop_edge_index`.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -43,10 +45,11 @@ def two_hop_edge_index(edge_index: Tensor, num_nodes: int) -> Tensor:
     """
     if edge_index.numel() == 0:
         return edge_index.new_empty(2, 0)
-    adj = torch.sparse_coo_tensor(
-        edge_index, torch.ones(edge_index.shape[1], device=edge_index.device), (num_nodes, num_nodes)
-    ).coalesce()
-    two = torch.sparse.mm(adj, adj).coalesce()
+    ones = torch.ones(edge_index.shape[1], device=edge_index.device)
+    adj = torch.sparse_coo_tensor(edge_index, ones, (num_nodes, num_nodes), check_invariants=False).coalesce()
+    with warnings.catch_warnings():  # torch's "sparse CSR support is in beta" notice, once per graph otherwise
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
+        two = torch.sparse.mm(adj, adj).coalesce()
     out, _ = remove_self_loops(two.indices())
     return coalesce(out, num_nodes=num_nodes)
 

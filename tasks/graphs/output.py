@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -42,6 +43,6 @@ class GraphModelOutput:
 
 
 @torch.no_grad()
-def unweighted_aux(routings: Routing | list[Routing], name: str) -> Tensor:
-    """The unweighted aux loss ``name`` (mean over layers for a list), for logging only."""
+def unweighted_aux(routings: Routing | Sequence[Routing] | Mapping[str, Routing], name: str) -> Tensor:
+    """The unweighted aux loss ``name`` (mean over layers for several), for logging only."""
     return weighted_aux_loss(routings, {name: 1.0})

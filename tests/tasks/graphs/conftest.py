@@ -1,4 +1,4 @@
-"""Graph-task tests: a tiny two-cluster graph, and one intra-op thread (more only add contention on a shared CPU)."""
+"""Graph-task tests: a tiny two-cluster graph."""
 
 from __future__ import annotations
 
@@ -10,14 +10,6 @@ pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data  # noqa: E402
 
 from zoo_tasks.graphs.experts import AddTwoHopEdges  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def make_two_cliques(n: int = 6, dim: int = 8, seed: int = 0) -> tuple[Data, torch.Tensor]:
