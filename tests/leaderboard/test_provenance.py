@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from zoo.leaderboard.provenance import UNKNOWN, code_version
+from zoo.leaderboard.provenance import UNKNOWN, code_version, task_folder
 from zoo.leaderboard.record import RunRecord
 
 
@@ -22,7 +22,7 @@ def _commit(repo, files: dict[str, str], message: str) -> str:
     return _git(repo, "rev-parse", "HEAD")
 
 
-def _rec(commit: str, class_path: str = "tasks.graphs.module.Net", source_hash: str = "") -> RunRecord:
+def _rec(commit: str, class_path: str = "oldtasks.graphs.module.Net", source_hash: str = "") -> RunRecord:
     return RunRecord(
         task="t", method="m", dataset="d", metrics={}, seed=0, config={"model": {"class_path": class_path}},
         versions={}, wall_time_s=0.0, commit=commit, machine={}, source_hash=source_hash,
@@ -31,15 +31,23 @@ def _rec(commit: str, class_path: str = "tasks.graphs.module.Net", source_hash: 
 
 def test_versions_follow_the_task_and_core_trees(tmp_path):
     _git(tmp_path, "init", "-q")
-    first = _commit(tmp_path, {"tasks/graphs/a.py": "1", "zoo/moe/x.py": "1"}, "one")
+    first = _commit(tmp_path, {"oldtasks/graphs/a.py": "1", "zoo/moe/x.py": "1"}, "one")
     readme = _commit(tmp_path, {"README.md": "docs only"}, "two")
-    changed = _commit(tmp_path, {"tasks/graphs/a.py": "2"}, "three")
+    changed = _commit(tmp_path, {"oldtasks/graphs/a.py": "2"}, "three")
     core = _commit(tmp_path, {"zoo/moe/x.py": "2"}, "four")
     versions = [code_version(_rec(c), tmp_path) for c in (first, readme, changed, core)]
     assert versions[0] == versions[1]  # a commit that touches neither folder is the same code
     assert len(set(versions[1:])) == 3
-    # new-style class paths name the same folder
-    assert code_version(_rec(first, "zoo_tasks.graphs.module.Net"), tmp_path) == versions[0]
+
+
+def test_an_installed_package_maps_to_the_folder_it_is_installed_from():
+    from pathlib import Path
+
+    import zoo_tasks.graphs
+
+    repo = Path(zoo_tasks.graphs.__file__).resolve().parents[2]
+    assert task_folder(_rec("c", "zoo_tasks.graphs.module.Net"), repo) == "tasks/graphs"
+    assert task_folder(_rec("c", "renamed_long_ago.vision.module.Net"), repo) == "renamed_long_ago/vision"
 
 
 def test_dirty_missing_and_fingerprinted_records(tmp_path):

@@ -9,6 +9,7 @@ was written), gives an unknown version: such a record matches no other.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import subprocess
 from pathlib import Path
 
@@ -17,14 +18,29 @@ from zoo.leaderboard.record import RunRecord
 UNKNOWN = "unknown"
 
 
-def task_folder(record: RunRecord) -> str | None:
-    """``tasks/<domain>`` of the record's model class path (``tasks.graphs.module.X`` or ``zoo_tasks.graphs...``)."""
+def task_folder(record: RunRecord, repo: Path) -> str | None:
+    """The repository folder of the package that holds the record's model class (``<top>.<domain>``).
+
+    Found where that package is installed from now, relative to ``repo``; a package that no longer imports
+    (renamed since) is taken as the folder its dotted name spelled when the record was written.
+    """
     model = (record.config or {}).get("model") or {}
     path = model.get("class_path", "") if isinstance(model, dict) else ""
     parts = path.split(".")
-    if len(parts) > 2 and parts[0] in ("tasks", "zoo_tasks"):
-        return f"tasks/{parts[1]}"
-    return None
+    if len(parts) < 3:
+        return None
+    package = ".".join(parts[:2])
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        location = Path(next(iter(spec.submodule_search_locations))).resolve()
+        try:
+            return location.relative_to(Path(repo).resolve()).as_posix()
+        except ValueError:
+            return None
+    return "/".join(parts[:2])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -43,7 +59,7 @@ def code_version(record: RunRecord, repo: Path) -> str:
     ``unknown:<commit>`` (dirty tree, no commit, or a commit without the task's code)."""
     if record.source_hash:
         return record.source_hash
-    commit, folder = record.commit or "", task_folder(record)
+    commit, folder = record.commit or "", task_folder(record, repo)
     if not commit or commit.endswith("+dirty") or folder is None:
         return f"{UNKNOWN}:{commit}"
     task_tree, core_tree = _tree(str(repo), commit, folder), _tree(str(repo), commit, "zoo/moe")
