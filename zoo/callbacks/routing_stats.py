@@ -36,7 +36,7 @@ class RoutingStatsCallback(pl.Callback):
 
     - every ``log_every_n_steps`` training steps (default: the trainer's), logs ``len(SCALAR_KEYS)`` scalars per
       layer as ``moe/<layer>/<key>`` (normalised router entropy, load entropy, max/mean load, dead experts,
-      dropped slots) for at most ``max_layers`` layers, and keeps that step's load (E,) as a heatmap snapshot;
+      dropped slots) for the first ``max_layers`` layers, and keeps their load (E,) as a heatmap snapshot;
     - accumulates a `zoo.moe.RoutingSummary` per stage ("train", "validate", "test"; sanity checks excluded);
     - at ``on_fit_end`` writes ``expert_load_<layer>.png`` (logged step x expert heatmap) per layer and
       ``expert_load_layers.png`` (layer x expert, whole fit), and at fit end and test end writes
@@ -61,7 +61,7 @@ class RoutingStatsCallback(pl.Callback):
         self.written: list[str] = []
 
     def _accumulate(self, stage: str, routings: dict[str, Routing]) -> RoutingSummary:
-        step = routing_summary(dict(list(routings.items())[: self.max_layers]))
+        step = routing_summary(routings)
         self.summaries[stage] = self.summaries[stage].merge(step) if stage in self.summaries else step
         return step
 
@@ -74,7 +74,7 @@ class RoutingStatsCallback(pl.Callback):
         if trainer.global_step % every:
             return
         values = {}
-        for key, layer in step.layers.items():
+        for key, layer in list(step.layers.items())[: self.max_layers]:
             snaps = self.snapshots.setdefault(key, [])
             snaps.append(torch.tensor(layer.load))
             if len(snaps) > self.max_snapshots:  # keep every other one: bounded memory, whole history
