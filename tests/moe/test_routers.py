@@ -125,6 +125,12 @@ def test_sigmoid_bias_update_rule():
     router = make_router("sigmoid_bias", 4, 4, top_k=1, bias_update_rate=0.1, auto_update=False)
     router.update_bias(torch.tensor([10.0, 0.0, 5.0, 5.0]))
     torch.testing.assert_close(router.expert_bias, torch.tensor([-0.1, 0.1, 0.0, 0.0]))
+    router.update_bias()  # nothing accumulated: no change (sign(0) = 0, no host-side check needed)
+    torch.testing.assert_close(router.expert_bias, torch.tensor([-0.1, 0.1, 0.0, 0.0]))
+    router.train()(torch.randn(6, 4))  # auto_update=False: the load waits for update_bias()
+    assert router.pending_load.sum() == 6 and torch.equal(router.expert_bias, torch.tensor([-0.1, 0.1, 0.0, 0.0]))
+    router.update_bias()
+    assert router.pending_load.sum() == 0 and not torch.equal(router.expert_bias, torch.tensor([-0.1, 0.1, 0.0, 0.0]))
 
 
 def test_bias_balancing_moves_a_skewed_stream_toward_uniform():
