@@ -32,9 +32,9 @@ QUICK = (
     "--model.init_args.critic_hidden=64",
 )
 
-# SimBa's reference critic (2 x 512) costs ~105 ms per update on this 2-core CPU, so a paper-settings 50k-step
-# run (40k updates) takes ~90 min and the 24 required runs ~36 h. The reduced rows keep everything of the paper
-# settings (50k env steps, 5000 random agent steps, UTD 2, actor 1 x 128, 3 seeds) except the critic width.
+# SimBa's reference critic (2 x 512) makes a paper-settings 50k-step run (40k updates) long on a CPU (see
+# `zoo bench scalemoe` for the cost per update). The reduced rows keep everything of the paper settings (50k env
+# steps, 5000 random agent steps, UTD 2, actor 1 x 128, 3 seeds) except the critic width.
 REDUCED_CRITIC = 128
 REQUIRED_ENVS = ("cartpole-swingup", "reacher-easy")
 
