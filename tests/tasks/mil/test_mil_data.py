@@ -161,15 +161,14 @@ BAD_INPUTS = {
 
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
 def test_bad_bag_input_is_one_line_naming_the_file(case, tmp_path, monkeypatch, capsys):
-    from conftest import REPO
-
     from zoo.cli.main import main
+    from zoo.registry import get_task
 
     suffix, write, needle = BAD_INPUTS[case]
     path = tmp_path / f"bags{suffix}"
     write(path)
     monkeypatch.chdir(tmp_path)
-    args = ["fit", "--config", str(REPO / "configs" / "mammoth" / "features.yaml"), "--data.init_args.path", str(path)]
+    args = ["fit", "--config", str(get_task("mammoth").config_path("features.yaml")), "--data.init_args.path", str(path)]
     args += ["--model.init_args.in_dim", "4", "--model.init_args.projection", "linear", "--model.init_args.dim", "8"]
     args += ["--data.init_args.num_folds", "2", "--trainer.max_epochs", "1", "--trainer.logger", "false"]
     assert main(args) == 2
