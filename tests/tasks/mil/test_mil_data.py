@@ -168,7 +168,8 @@ def test_bad_bag_input_is_one_line_naming_the_file(case, tmp_path, monkeypatch, 
     path = tmp_path / f"bags{suffix}"
     write(path)
     monkeypatch.chdir(tmp_path)
-    args = ["fit", "--config", str(get_task("mammoth").config_path("features.yaml")), "--data.init_args.path", str(path)]
+    config = get_task("mammoth").config_path("features.yaml")
+    args = ["fit", "--config", str(config), "--data.init_args.path", str(path)]
     args += ["--model.init_args.in_dim", "4", "--model.init_args.projection", "linear", "--model.init_args.dim", "8"]
     args += ["--data.init_args.num_folds", "2", "--trainer.max_epochs", "1", "--trainer.logger", "false"]
     assert main(args) == 2
