@@ -113,6 +113,8 @@ class MILModule(pl.LightningModule):
         _check_router(router, router_kwargs)
         if encoder not in ENCODERS:
             raise ConfigError(f"unknown encoder {encoder!r}; valid: {', '.join(ENCODERS)}")
+        if encoder == "digits_cnn" and in_dim != 64:
+            raise ConfigError(f"model.encoder 'digits_cnn' reads flattened 8x8 images: in_dim must be 64, got {in_dim}")
         self.encoder = DigitsEncoder() if encoder == "digits_cnn" else None
         feat_dim = DigitsEncoder.out_dim if self.encoder is not None else in_dim
         moe_args = dict(num_experts=num_experts, num_slots=num_slots, num_heads=num_heads, slot_dim=slot_dim)

@@ -56,3 +56,5 @@ def test_unknown_names_raise():
         make_aggregator("transmil", 8)
     with pytest.raises(ConfigError, match="projection"):
         MILModule(8, projection="mlp")
+    with pytest.raises(ConfigError, match="in_dim must be 64"):
+        MILModule(32, encoder="digits_cnn")
