@@ -117,7 +117,10 @@ class WindowDataset(Dataset):
 
     def __init__(self, values: np.ndarray, seq_len: int, pred_len: int):
         if len(values) < seq_len + pred_len:
-            raise ConfigError(f"segment of {len(values)} rows is shorter than seq_len + pred_len")
+            raise ConfigError(
+                f"a segment of {len(values)} rows is shorter than seq_len + pred_len = {seq_len + pred_len}: "
+                "use a longer CSV or a shorter data.init_args.seq_len / pred_len"
+            )
         self.values = torch.from_numpy(np.ascontiguousarray(values))
         self.seq_len, self.pred_len = seq_len, pred_len
 
@@ -160,8 +163,11 @@ class ForecastingDataModule(pl.LightningDataModule):
         super().__init__()
         if split not in SPLITS:
             raise ConfigError(f"unknown split convention {split!r}; choose one of {', '.join(SPLITS)}")
-        if seq_len <= 0 or pred_len <= 0 or batch_size <= 0:
-            raise ConfigError("seq_len, pred_len and batch_size must be positive")
+        for key, value in (("seq_len", seq_len), ("pred_len", pred_len), ("batch_size", batch_size)):
+            if value <= 0:
+                raise ConfigError(f"data.init_args.{key} must be > 0, got {value}")
+        if num_workers < 0:
+            raise ConfigError(f"data.init_args.num_workers must be >= 0, got {num_workers}")
         self.save_hyperparameters()
         self.datasets: dict[str, WindowDataset] = {}
         self.channels: list[str] = []

@@ -114,17 +114,22 @@ class Forecaster(pl.LightningModule):
         """The network's routings named by their module path in this LightningModule (``net.embedding.moe``)."""
         return {f"net.{name}": routing for name, routing in out.routing.items()}
 
-    def loss_and_routing(self, batch) -> tuple[Tensor, dict[str, Routing], Tensor, Tensor]:
-        """(training loss, routings, task loss, aux loss) of one batch, as ``training_step`` computes them."""
+    def _losses(self, batch) -> tuple[Tensor, dict[str, Routing], Tensor, Tensor]:
         x, y = batch
         out = self.net(x)
         task = self.loss_fn(out.forecast.contiguous(), y)
         aux = out.aux_loss if out.aux_loss is not None else torch.zeros((), device=task.device)
         return task + aux, self._routing(out), task, aux
 
+    def loss_and_routing(self, batch) -> tuple[Tensor, dict[str, Routing]]:
+        """(training loss = task loss + weighted aux loss, {mixture name: Routing}) of one batch, as
+        ``training_step`` computes them (for ``zoo.moe.testing.check_router_step``)."""
+        loss, routing, _, _ = self._losses(batch)
+        return loss, routing
+
     # ------------------------------------------------------------------ train / val
     def training_step(self, batch, batch_idx):
-        loss, routing, task, aux = self.loss_and_routing(batch)
+        loss, routing, task, aux = self._losses(batch)
         n = batch[0].shape[0]
         self.log("train/loss", loss, prog_bar=True, batch_size=n)
         self.log("train/task_loss", task, batch_size=n)

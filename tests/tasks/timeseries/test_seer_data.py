@@ -42,6 +42,12 @@ def test_unknown_split_and_short_file_are_clear_errors():
         split_borders(1000, 96, "ett_hour")
     with pytest.raises(ConfigError, match="choose one of"):
         ForecastingDataModule(split="80/20")
+    with pytest.raises(ConfigError, match="data.init_args.pred_len must be > 0, got -3"):
+        ForecastingDataModule(pred_len=-3)
+    with pytest.raises(ConfigError, match="data.init_args.num_workers"):
+        ForecastingDataModule(num_workers=-1)
+    with pytest.raises(ConfigError, match="shorter than seq_len \\+ pred_len = 7"):
+        WindowDataset(np.zeros((5, 1), dtype=np.float32), seq_len=4, pred_len=3)
 
 
 def test_window_dataset_pairs_lookback_with_the_following_rows():

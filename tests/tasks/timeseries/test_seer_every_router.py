@@ -31,7 +31,7 @@ def test_every_router_trains_seer_for_one_step(router):
     torch.manual_seed(0)
     model = SEERForecaster(router=router, **TINY).train()
     batch = (torch.randn(3, 32, 2), torch.randn(3, 8, 2))
-    loss, routings, _, _ = model.loss_and_routing(batch)
+    loss, routings = model.loss_and_routing(batch)
     assert list(routings) == ["net.embedding.moe"]
     summary = routing_summary(routings).layers["net.embedding.moe"]
     assert summary.num_experts == 4 and summary.tokens == 3 * 2 * 4  # one token per patch: B x C x P
