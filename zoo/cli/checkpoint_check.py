@@ -30,7 +30,7 @@ def load_checkpoint(path: str | Path, flag: str = "--ckpt_path") -> dict[str, An
         if "weights_only" not in str(exc) and "global" not in str(exc).lower():
             reason = "it is not a PyTorch checkpoint (damaged, truncated or another format)"
         raise ConfigError(f"{flag} {path}: cannot load: {reason}") from None
-    except (RuntimeError, EOFError, OSError, ValueError, KeyError, AttributeError, TypeError):
+    except Exception:  # noqa: BLE001 - whatever the unpickler trips on, the file is no checkpoint it can read
         raise ConfigError(
             f"{flag} {path}: cannot load: it is not a PyTorch checkpoint (damaged, truncated or another format)"
         ) from None
