@@ -60,6 +60,11 @@ class AtomicModelCheckpoint(ModelCheckpoint):
     starts, that the folder has room for the files it will hold (``last.ckpt``, the best one, and the temporary
     copy a save needs), instead of finding out after an epoch."""
 
+    @property
+    def state_key(self) -> str:
+        # ModelCheckpoint's key, so checkpoints written before (or after) this subclass restore its state alike
+        return super().state_key.replace(type(self).__qualname__, ModelCheckpoint.__qualname__, 1)
+
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         super().setup(trainer, pl_module, stage)
         if str(getattr(stage, "value", stage)) == "fit" and self.dirpath and trainer.is_global_zero:
