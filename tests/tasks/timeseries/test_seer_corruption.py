@@ -1,4 +1,5 @@
-"""Test-input corruptions: the stated rates, the seeded reproducibility every model relies on."""
+"""Test-input corruptions (tasks/timeseries/corruption.py): the stated rates, the seeded reproducibility every model
+relies on."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import torch
 from zoo.errors import ConfigError
 from zoo_tasks.timeseries.corruption import Corruption, CorruptionStream, corrupt
 
-X = torch.randn(64, 96, 7)
+X = torch.randn(64, 96, 7, generator=torch.Generator().manual_seed(0))
 
 
 def _gen(seed=0):
