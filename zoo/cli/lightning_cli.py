@@ -14,12 +14,13 @@ from typing import Any
 
 import pytorch_lightning as pl
 from lightning_fabric.utilities.exceptions import MisconfigurationException
-from pytorch_lightning.callbacks import ModelCheckpoint
+from pytorch_lightning.callbacks import ModelCheckpoint, ProgressBar
 from pytorch_lightning.cli import LightningCLI
 
 from zoo.callbacks.atomic_checkpoint import AtomicModelCheckpoint
 from zoo.callbacks.best_metric import BestMetric
 from zoo.callbacks.nan_guard import NaNGuard
+from zoo.callbacks.progress_bar import ResumableProgressBar
 from zoo.callbacks.rng_state import RNGStateCheckpoint
 from zoo.callbacks.run_identity import IDENTITY_KEY, RunIdentity
 from zoo.callbacks.run_metadata import RunMetadata
@@ -198,6 +199,10 @@ class ZooCLI(LightningCLI):
                     auto_insert_metric_name=False,
                 )
             )
+        if config.get("enable_progress_bar", True) is not False and not any(
+            issubclass(t, ProgressBar) for t in present
+        ):
+            callbacks.append(ResumableProgressBar())
         seed = self._get(self.config, "seed_everything")
         subconfig = self.config.get(str(self.subcommand), self.config)
         key = self._run_key or runs.run_key([str(c) for c in (subconfig.get("config") or [])])
