@@ -80,10 +80,9 @@ def git_commit(root: Path | None = None) -> str:
 
 
 def _package_dir(module: str) -> Path | None:
-    """The folder of the task package that holds ``module``: ``zoo_tasks.<domain>`` for built-in tasks, the
-    top-level package for plugins (``zoo_toy.model`` -> ``zoo_toy``)."""
-    parts = module.split(".")
-    package = ".".join(parts[:2] if parts[0] == "zoo_tasks" and len(parts) > 1 else parts[:1])
+    """The folder of the package holding ``module`` (``pkg.domain.spec`` -> ``pkg/domain/``; a top-level
+    package is its own folder)."""
+    package = module.rpartition(".")[0] or module
     try:
         found = importlib.util.find_spec(package)
     except (ImportError, ValueError):
@@ -105,9 +104,9 @@ def _tree_files(folder: Path) -> list[Path]:
 
 @cache
 def source_hash(module: str) -> str:
-    """sha256 over the sorted (relative path, bytes) of every file of ``zoo/`` and of the task package holding
-    ``module`` (e.g. ``"zoo_tasks.mil.module"`` -> ``tasks/mil/``): two records with the same value were made by the
-    same code, whatever the commit says. Records store it as ``extra["source_sha256"]``."""
+    """sha256 over the sorted (relative path, bytes) of every file of ``zoo/`` and of the package holding
+    ``module`` (a task's spec module, e.g. ``<tasks>.mil.spec`` -> ``tasks/mil/``): two records with the same value
+    were made by the same code, whatever the commit says. Records store it as ``source_hash``."""
     digest = hashlib.sha256()
     folders = [("zoo", Path(__file__).resolve().parent)]
     task = _package_dir(module)

@@ -38,7 +38,7 @@ def test_missing_dataset_in_a_real_task(zoo_env, tmp_path, monkeypatch):
     env["ZOO_DATA_MIRROR"] = ""  # no mirror, not even the one beside the checkout
     # an unroutable proxy makes the download fail fast and the same way on- and offline
     env["https_proxy"] = env["HTTPS_PROXY"] = "http://127.0.0.1:9"
-    config = REPO / "configs" / "seer" / "etth1_96_seer.yaml"
+    config = REPO / "configs" / "seer" / "seer.yaml"  # the base SEER config: ETTh1
     out = run_zoo(["fit", "--config", str(config), "--trainer.default_root_dir", "run"], env, tmp_path)
     _assert_short_error(
         out,

@@ -241,7 +241,9 @@ class ZooCLI(LightningCLI):
                 self.model, datamodule=self.datamodule, ckpt_path="best" if best else None, verbose=False
             )
             test_metrics = {k: float(v) for r in results for k, v in r.items()}
+        log_dir = trainer.log_dir  # a collective under DDP: every rank asks
         if trainer.is_global_zero:
             root = self._root or Path(trainer.default_root_dir)
             wall = time.perf_counter() - self._start
-            print("\n".join(fit_summary(trainer, self.model, self.datamodule, root, wall, test_metrics)), flush=True)
+            lines = fit_summary(trainer, self.model, self.datamodule, root, log_dir, wall, test_metrics)
+            print("\n".join(lines), flush=True)

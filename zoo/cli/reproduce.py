@@ -21,7 +21,7 @@ from zoo.cli.run_lock import RunLock
 from zoo.errors import ConfigError
 from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, results_dir, write_record
 from zoo.leaderboard.render import render_index, render_task
-from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
+from zoo.registry import BenchmarkRow, TaskSpec, discover, get_task, repository_root
 from zoo.runinfo import dirty_sources, git_commit, machine, package_versions, source_hash
 
 
@@ -121,8 +121,14 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
         extra=extra,
         routing=_routing_summary(trainer),
         # equal source hashes: made by the same task and zoo code (the commit alone can be dirty or not hold it)
-        source_hash=source_hash(spec.model.partition(":")[0]),
+        source_hash=source_hash(_spec_module(spec)),
     )
+
+
+def _spec_module(spec: TaskSpec) -> str:
+    """The module that defines the task's spec (its entry point), whose package is the task's code."""
+    target = next((load.target for load in discover() if load.name == spec.name), spec.model)
+    return target.partition(":")[0]
 
 
 def _routing_summary(trainer) -> dict:

@@ -19,9 +19,9 @@ RUN_DIR_ENV = "ZOO_RUN_DIR"
 
 
 def run_key(configs: Sequence[str | os.PathLike], model_class: str | None = None) -> str:
-    """``configs/mammoth/digits.yaml`` -> ``mammoth/digits``; a config inside a package's ``configs/`` folder is
-    named by the package (``zoo_toy/configs/digits.yaml`` -> ``zoo_toy/digits``); several configs join with ``+``;
-    no config: the model's class name."""
+    """``configs/<task>/<name>.yaml`` -> ``<task>/<name>``; a config inside a package's ``configs/`` folder is
+    named by the package (``<package>/configs/<name>.yaml`` -> ``<package>/<name>``); several configs join with
+    ``+``; no config: the model's class name."""
     names = []
     for config in configs:
         path = Path(str(config))

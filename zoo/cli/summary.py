@@ -36,10 +36,12 @@ def fit_summary(
     model: pl.LightningModule,
     datamodule: pl.LightningDataModule | None,
     root: Path,
+    log_dir: str | None,
     wall_s: float,
     test_metrics: dict[str, float] | None = None,
 ) -> list[str]:
-    """The summary's lines (at most 5)."""
+    """The summary's lines (at most 5). ``log_dir`` is ``trainer.log_dir``, read by the caller on every rank (it is
+    a collective under DDP)."""
     lines = [f"zoo: fit done: {trainer.current_epoch} epochs, {trainer.global_step} steps, {wall_s:.1f} s"]
     tracker = next((cb for cb in trainer.callbacks if isinstance(cb, BestMetric)), None)
     ckpt = best_checkpoint(trainer)
@@ -49,16 +51,16 @@ def fit_summary(
     elif tracker is not None and tracker.last:
         lines.append(f"  last validation: {_fmt(tracker.last)}{where}")
     else:
-        lines.append(f"  no validation metrics{where}")
+        lines.append(f"  no validation split{where}")
     if test_metrics is not None:
         lines.append(f"  test: {_fmt(test_metrics) or 'no test metrics logged'}")
     elif has_test_split(datamodule, model):
-        config = Path(trainer.log_dir or root) / "config.yaml"
+        config = Path(log_dir or root) / "config.yaml"
         if ckpt and config.is_file():
             command = ["zoo", "test", "--config", shown(config), "--ckpt_path", shown(Path(ckpt))]
             lines.append(f"  test metrics: {shlex.join(command)}")
         elif not ckpt:
             lines.append("  test metrics: rerun with --trainer.enable_checkpointing true, then `zoo test --ckpt_path`")
-    logs = f" (logs: {shown(Path(trainer.log_dir))})" if trainer.log_dir else ""
+    logs = f" (logs: {shown(Path(log_dir))})" if log_dir else ""
     lines.append(f"  run folder: {shown(root)}{logs}")
     return lines
