@@ -5,6 +5,7 @@ Imports nothing heavy: ``zoo list`` loads every spec.
 
 from __future__ import annotations
 
+from zoo.leaderboard.targets import NotWorse, WithinOfPublished
 from zoo.registry import BenchmarkRow, TaskSpec
 
 # SimBa SAC, mean of 10 seeds, at 50k / 100k environment steps (SonyResearch/simba, results/sac_simba.csv)
@@ -105,6 +106,10 @@ SCALEMOE = TaskSpec(
     benchmark=tuple(_reduced_rows() + _full_rows()),
     metrics=("test/return",),
     higher_is_better=("test/return",),
-    extra_tables="zoo_tasks.rl.tables:scalemoe_tables",
+    extra_tables="zoo_tasks.rl.tables:scalemoe_tables",  # speed (with its target), runs, routing, curves
+    targets=(
+        WithinOfPublished(DENSE_TWIN, "test/return", within=0.10),  # a faithful SimBa before comparing against it
+        *(NotWorse(method, DENSE_TWIN, "test/return") for method in METHODS if method.startswith("ScaleMoE")),
+    ),
     benchmarks={"scalemoe": "zoo_tasks.rl.bench:main"},
 )
