@@ -1,11 +1,14 @@
 """Environment steps per second, training included, for ScaleMoE and its dense SimBa twin side by side.
 
     zoo bench scalemoe [--env cartpole-swingup] [--env-steps 1000] [--critic-hidden 128] [--router topk] [--repeats 1]
+                       [--leaderboard | --out FILE]
 
 Each architecture runs a real ``SACAgent`` fit (act, store, 2 SAC updates per agent step) in this process; the
 clock covers only the learning phase (after the random warm-up), and runs are interleaved (dense, MoE, dense, ...)
 so that a shared machine's load hits every architecture alike. Prints the table and the MoE / dense ratios, and
-writes JSON (default ``leaderboard/results/scalemoe/bench/<date>-<HHMM>-critic<width>.json``).
+writes JSON: by default ``runs/bench/scalemoe/<date>-<HHMM>-critic<width>.json`` (under the working directory);
+with ``--leaderboard`` the same name in ``leaderboard/results/scalemoe/bench/``, the files the leaderboard page
+reads (its speed table and speed target); with ``--out FILE`` that file.
 """
 
 from __future__ import annotations
@@ -35,8 +38,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--architectures", nargs="+", default=list(ARCHITECTURES))
-    p.add_argument("--out", type=Path, default=None)
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, default=None, help="the JSON file to write")
+    where.add_argument(
+        "--leaderboard",
+        action="store_true",
+        help="write into leaderboard/results/scalemoe/bench/ (what the page reads); default: runs/bench/scalemoe/",
+    )
     return p
+
+
+def output_dir(leaderboard: bool) -> Path:
+    """Where a result goes without ``--out``: the leaderboard's benchmark folder only when asked for."""
+    if leaderboard:
+        from zoo.leaderboard.record import results_dir
+
+        return results_dir("scalemoe") / "bench"
+    return Path("runs") / "bench" / "scalemoe"
 
 
 def measure(architecture: str, args: argparse.Namespace, seed: int) -> dict:
@@ -123,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": summary,
         "runs": runs,
     }
-    out = args.out or Path(__file__).resolve().parents[2] / "leaderboard/results/scalemoe/bench" / (
+    out = args.out or output_dir(args.leaderboard) / (
         time.strftime("%Y-%m-%d-%H%M") + f"-critic{args.critic_hidden}.json"
     )
     out.parent.mkdir(parents=True, exist_ok=True)
