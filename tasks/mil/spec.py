@@ -5,6 +5,7 @@ Imports nothing heavy: ``zoo list`` loads every spec.
 
 from __future__ import annotations
 
+from zoo.leaderboard.targets import ImprovesOnFraction
 from zoo.registry import BenchmarkRow, TaskSpec
 
 AGGREGATORS = {"mean": "mean", "max": "max", "abmil": "ABMIL", "gated_abmil": "gated-ABMIL", "dsmil": "DSMIL"}
@@ -74,6 +75,18 @@ def _rows() -> tuple[BenchmarkRow, ...]:
     return tuple(rows)
 
 
+def _targets() -> tuple[ImprovesOnFraction, ...]:
+    """The paper's claim as data: MAMMOTH in front of an aggregator beats the linear layer in front of the same one,
+    paired by (repeat, fold), in at least 70 % of the (aggregator, dataset) cells, for accuracy and for AUC."""
+    pairs = tuple((method_name(a, "mammoth"), method_name(a, "linear")) for a in AGGREGATORS)
+    return tuple(
+        ImprovesOnFraction(
+            pairs, metric, 0.7, label=f"MAMMOTH (ours) improves mean {metric} over the linear layer in ≥ 70% of cells"
+        )
+        for metric in ("test/acc", "test/auc")
+    )
+
+
 MAMMOTH = TaskSpec(
     name="mammoth",
     description="MAMMOTH (ICLR 2026): low-rank mini-experts with Soft-MoE slots in front of MIL aggregators",
@@ -92,4 +105,5 @@ MAMMOTH = TaskSpec(
     datasets=("MIL",),
     catalog="zoo_tasks.mil.datasets:DATASETS",
     extra_tables="zoo_tasks.mil.tables:mammoth_tables",
+    targets=_targets(),
 )
