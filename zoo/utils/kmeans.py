@@ -1,7 +1,8 @@
 """Lloyd's k-means with k-means++ seeding and warm starts, on torch tensors (no sklearn, works on any device).
 
-Used by C²GMoE (``zoo_tasks.graphs.c2gmoe``) to find the semantic clusters of its group-wise contrastive routing
-loss every training step; warm-starting from the previous step's centroids keeps the clusters stable.
+Hand-written because the well-kept implementations (scikit-learn, faiss) run on numpy arrays outside autograd's
+device: a router's contrastive loss re-clusters its features on every training step, and warm-starting from the
+previous step's centroids keeps the clusters stable.
 """
 
 from __future__ import annotations
