@@ -1,4 +1,4 @@
-"""The environment side of an RL run as a LightningDataModule: which DeepMind Control task, how many steps.
+"""The environment side of an RL run as a LightningDataModule: which environment, how many steps.
 
 RL has no dataset: ``train_dataloader`` is a step counter (agent step indices 0..N-1, one per ``training_step``,
 in which the agent acts once and updates), ``test_dataloader`` holds one item (``test_step`` runs the final
@@ -13,14 +13,18 @@ import torch
 from torch.utils.data import DataLoader
 
 from zoo.errors import ConfigError
-from zoo_tasks.rl.envs import DMControlEnv, make_env, split_env_name
+from zoo_tasks.rl.envs import DMControlEnv, check_env_name, make_env
+from zoo_tasks.rl.gym_envs import GymnasiumEnv
 
 
 class DMControlDataModule(pl.LightningDataModule):
-    """A DeepMind Control Suite task and its interaction budget.
+    """An environment (a DeepMind Control Suite task, or the user's own Gymnasium env) and its interaction budget.
 
     Args:
-        env: ``"<domain>-<task>"``, e.g. ``"cartpole-swingup"`` (checked against ``dm_control.suite.ALL_TASKS``).
+        env: ``"<domain>-<task>"``, e.g. ``"cartpole-swingup"`` (checked against ``dm_control.suite.ALL_TASKS``);
+            or a Gymnasium env with a continuous action space: ``"gym:<registered id>"`` (``"gym:Pendulum-v1"``)
+            or an entry point ``"package.module:EnvClass"`` (see ``zoo_tasks.rl.gym_envs``). Its observation and
+            action sizes are read from the env; the agent has no shape arguments.
         action_repeat: control steps per agent step (SimBa: 2).
         env_steps: training budget in environment (control) steps; ``env_steps // action_repeat`` agent steps.
         eval_every: evaluate every this many environment steps (``val/return``); 0 disables intermediate ones.
@@ -38,7 +42,7 @@ class DMControlDataModule(pl.LightningDataModule):
         seed: int | None = None,
     ):
         super().__init__()
-        split_env_name(env)  # an unknown task fails here, when the config is read
+        check_env_name(env)  # an unknown or unusable env fails here, when the config is read
         if env_steps < action_repeat:
             raise ConfigError(f"env_steps={env_steps} is less than one agent step (action_repeat={action_repeat})")
         if eval_episodes < 1:
@@ -54,7 +58,7 @@ class DMControlDataModule(pl.LightningDataModule):
     def env_seed(self) -> int:
         return self.seed if self.seed is not None else torch.initial_seed() % 2**31
 
-    def make_env(self, seed: int) -> DMControlEnv:
+    def make_env(self, seed: int) -> DMControlEnv | GymnasiumEnv:
         return make_env(self.env, seed=seed, action_repeat=self.action_repeat)
 
     def train_dataloader(self) -> DataLoader:

@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 from zoo.errors import ConfigError
+from zoo_tasks.rl.gym_envs import FORMS, GymnasiumEnv, check_gym_env, is_gym_name
 
 
 def _suite():
@@ -24,14 +25,31 @@ def _suite():
     return suite
 
 
+def is_dmc_name(name: str) -> bool:
+    domain, _, task = name.partition("-")
+    return (domain, task) in _suite().ALL_TASKS
+
+
 def split_env_name(name: str) -> tuple[str, str]:
     """``"cartpole-swingup"`` -> ``("cartpole", "swingup")``; an unknown task raises ConfigError naming the choices."""
+    if not is_dmc_name(name):
+        known = ", ".join(f"{d}-{t}" for d, t in _suite().ALL_TASKS)
+        raise ConfigError(
+            f"unknown DeepMind Control task {name!r} (and no registered Gymnasium id of that name); "
+            f"data.init_args.env takes {FORMS}; DeepMind Control tasks: {known}"
+        )
     domain, _, task = name.partition("-")
-    suite = _suite()
-    if (domain, task) not in suite.ALL_TASKS:
-        known = ", ".join(f"{d}-{t}" for d, t in suite.ALL_TASKS)
-        raise ConfigError(f"unknown DeepMind Control task {name!r}; valid names: {known}")
     return domain, task
+
+
+def check_env_name(name: str) -> None:
+    """ConfigError unless ``name`` is a DeepMind Control task or a usable Gymnasium env (which is built once)."""
+    if is_dmc_name(name):
+        return
+    if is_gym_name(name):
+        check_gym_env(name)
+        return
+    split_env_name(name)
 
 
 def flatten_observation(observation: dict) -> np.ndarray:
@@ -84,6 +102,9 @@ class DMControlEnv(gym.Env):
         return flatten_observation(ts.observation), float(reward), bool(terminated), bool(truncated), {}
 
 
-def make_env(name: str, seed: int = 0, action_repeat: int = 2) -> DMControlEnv:
-    """Build a ``DMControlEnv`` (the one entry point the agent and the benchmark use)."""
-    return DMControlEnv(name, seed=seed, action_repeat=action_repeat)
+def make_env(name: str, seed: int = 0, action_repeat: int = 2) -> DMControlEnv | GymnasiumEnv:
+    """The env ``name`` names (the one entry point the agent and the benchmark use): a ``DMControlEnv`` for a
+    DeepMind Control task, else a ``GymnasiumEnv`` (see ``zoo_tasks.rl.gym_envs`` for the accepted names)."""
+    if is_dmc_name(name) or not is_gym_name(name):  # an unknown name gets the DMC error, which lists the tasks
+        return DMControlEnv(name, seed=seed, action_repeat=action_repeat)
+    return GymnasiumEnv(name, seed=seed, action_repeat=action_repeat)
