@@ -1,12 +1,16 @@
 """Datamodules: Planetoid node classification (public split) and TU graph classification (stratified k-fold).
 
-Both read the raw files through ``zoo.data`` (sha256-verified, offline mirror first) and hand PyG a writable
-copy, so PyG's ``processed/`` never lands in the read-only mirror. A dataset outside the zoo catalog (e.g. a
-user's own CiteSeer or any TU-format ``NAME/raw/NAME_*.txt`` folder) is used directly from ``data_dir``.
+Catalogued datasets are read through ``zoo.data`` (sha256-verified, offline mirror first); a user's own dataset
+is ``path``: a folder in PyG's raw layout (Planetoid ``ind.<name>.*``, TU ``<NAME>_*.txt``), any dataset name,
+not checked against the catalogue (its files' sha256 are reported by ``data_sha256()``). Either way PyG gets a
+writable folder of symlinks, so its ``processed/`` never lands next to the user's or the mirror's files.
+``model_shapes()`` gives the model's ``in_dim`` / ``num_classes`` from the data (``zoo`` CLI shape inference).
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +19,15 @@ from sklearn.model_selection import train_test_split
 from torch_geometric.datasets import Planetoid, TUDataset
 from torch_geometric.loader import DataLoader
 
-from zoo.data import get_dataset_spec, writable_copy
+from zoo.data import cache_dir, get_dataset_spec, sha256_of, writable_copy
 from zoo.errors import ConfigError, DatasetNotFoundError
 from zoo.utils.folds import stratified_fold
+from zoo_tasks.graphs.checks import check_choice
 from zoo_tasks.graphs.experts import AddTwoHopEdges
+from zoo_tasks.graphs.features import NODE_FEATURES, NodeFeatures
+
+PLANETOID_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+TU_REQUIRED = ("A", "graph_indicator", "graph_labels")
 
 
 def pyg_root(family: str, name: str, data_dir: str | None) -> Path:
@@ -36,6 +45,68 @@ def pyg_root(family: str, name: str, data_dir: str | None) -> Path:
     return root
 
 
+def _raw_folder(path: str, key: str) -> Path:
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise DatasetNotFoundError(f"{key}={path!r} is not a folder")
+    return folder / "raw" if (folder / "raw").is_dir() else folder
+
+
+def _pick_name(found: list[str], name: str | None, path: str, layout: str) -> str:
+    """The one dataset name among ``found`` in a user folder (``name`` chooses when there are several)."""
+    if len(found) == 1:
+        return found[0]
+    lowered = {f.lower(): f for f in found}
+    if name is not None and name.lower() in lowered:
+        return lowered[name.lower()]
+    if not found:
+        raise DatasetNotFoundError(f"path={path!r} holds no {layout} files")
+    raise ConfigError(f"path={path!r} holds several datasets ({', '.join(sorted(found))}); set name to one of them")
+
+
+def user_pyg_root(family: str, name: str, files: list[Path]) -> Path:
+    """A writable PyG root for a user's raw files: ``<cache>/user/<family>/<digest>/<name>/raw/`` of symlinks; the
+    digest is over the files' contents, so an edited file never reuses a stale ``processed/``."""
+    digest = hashlib.sha256("".join(f"{f.name}:{sha256_of(f)};" for f in sorted(files)).encode()).hexdigest()[:16]
+    root = cache_dir() / "user" / family / digest
+    raw = root / name / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        link = raw / f.name
+        if not link.is_symlink():
+            link.symlink_to(f.resolve())
+    return root
+
+
+def planetoid_user_files(path: str, name: str | None) -> tuple[str, list[Path]]:
+    """(dataset name, its ``ind.<name>.*`` files) of a Planetoid-layout folder; the name comes from the files."""
+    folder = _raw_folder(path, "path")
+    found = sorted({m.group(1) for f in folder.iterdir() if (m := re.fullmatch(r"ind\.(.+)\.allx", f.name))})
+    dataset = _pick_name(found, name, path, "Planetoid ind.<name>.allx")
+    files = [folder / f"ind.{dataset}.{part}" for part in PLANETOID_PARTS]
+    missing = [f.name for f in files if not f.is_file()]
+    if missing:
+        raise DatasetNotFoundError(f"path={path!r}: Planetoid dataset {dataset!r} lacks {', '.join(missing)}")
+    return dataset, files
+
+
+def tu_user_files(path: str, name: str | None) -> tuple[str, list[Path]]:
+    """(dataset name, its ``<NAME>_*.txt`` files) of a TU-layout folder; the name comes from ``<NAME>_A.txt``."""
+    folder = _raw_folder(path, "path")
+    found = sorted(f.name[: -len("_A.txt")] for f in folder.glob("*_A.txt"))
+    dataset = _pick_name(found, name, path, "TU <NAME>_A.txt")
+    missing = [f"{dataset}_{part}.txt" for part in TU_REQUIRED if not (folder / f"{dataset}_{part}.txt").is_file()]
+    if missing:
+        raise DatasetNotFoundError(f"path={path!r}: TU dataset {dataset!r} lacks {', '.join(missing)}")
+    return dataset, sorted(folder.glob(f"{dataset}_*.txt"))
+
+
+def raw_sha256(root: Path, name: str) -> dict[str, str]:
+    """File name -> sha256 of every raw file of dataset ``name`` under a PyG ``root`` (symlinks followed)."""
+    raw = root / name / "raw"
+    return {f.name: sha256_of(f.resolve()) for f in sorted(raw.iterdir()) if f.is_file()}
+
+
 class PlanetoidDataModule(pl.LightningDataModule):
     """A Planetoid citation graph (Yang et al., ICML 2016, arXiv:1603.08861) for transductive node classification.
 
@@ -47,28 +118,55 @@ class PlanetoidDataModule(pl.LightningDataModule):
     Args:
         name: ``"Cora"`` (in the zoo mirror), or any Planetoid-format dataset under ``data_dir``.
         data_dir: explicit dataset folder (holding ``<name>/raw/ind.<name>.*``); default: zoo resolution.
+        path: a user's dataset: a folder (or its ``raw/``) holding ``ind.<name>.{x,tx,allx,y,ty,ally,graph,
+            test.index}`` (Planetoid's own files), any name; read as is, no catalogue lookup or checksum.
         split: PyG Planetoid split, ``"public"`` by default.
         normalize_features: row-normalise bag-of-words features (as in GCN/GAT).
     """
 
     def __init__(
-        self, name: str = "Cora", data_dir: str | None = None, split: str = "public", normalize_features: bool = True
+        self,
+        name: str = "Cora",
+        data_dir: str | None = None,
+        split: str = "public",
+        normalize_features: bool = True,
+        path: str | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.name, self.data_dir, self.split = name, data_dir, split
+        self.name, self.data_dir, self.split, self.path = name, data_dir, split, path
         self.normalize_features = normalize_features
         self.data = None
+        self._root: Path | None = None
 
     def prepare_data(self) -> None:
         self._dataset()
+
+    def root(self) -> Path:
+        """The writable PyG root; with ``path``, ``name`` becomes the dataset name found in the folder."""
+        if self._root is None:
+            if self.path is not None:
+                self.name, files = planetoid_user_files(self.path, self.name)
+                self._root = user_pyg_root("Planetoid", self.name, files)
+            else:
+                self._root = pyg_root("Planetoid", self.name, self.data_dir)
+        return self._root
 
     def _dataset(self) -> Planetoid:
         from torch_geometric.transforms import Compose, NormalizeFeatures
 
         steps = [NormalizeFeatures()] if self.normalize_features else []
-        root = pyg_root("Planetoid", self.name, self.data_dir)
+        root = self.root()
         return Planetoid(str(root), self.name, split=self.split, transform=Compose([*steps, AddTwoHopEdges()]))
+
+    def model_shapes(self) -> dict[str, int]:
+        """``{"in_dim": F, "num_classes": C}`` of the graph (PyG's processed tensors, without the transforms)."""
+        data = self._dataset()._data
+        return {"in_dim": int(data.x.shape[1]), "num_classes": int(data.y.max()) + 1}
+
+    def data_sha256(self) -> dict[str, str]:
+        """File name -> sha256 of each raw file read."""
+        return raw_sha256(self.root(), self.name)
 
     def setup(self, stage: str | None = None) -> None:
         if self.data is None:
@@ -96,15 +194,22 @@ class TUDataModule(pl.LightningDataModule):
     Fold ``fold`` of ``num_folds`` (``zoo.utils.folds.stratified_fold``, shuffled with ``split_seed``) is
     the test set; the remaining graphs are split again, stratified, into train and a ``val_ratio`` validation set
     used for model selection (Errica et al., ICLR 2020, arXiv:1912.09893), so training never sees the test fold.
-    Node features: one-hot node labels, concatenated with continuous node attributes when present
-    (``use_node_attr``, e.g. ENZYMES' 18 and PROTEINS' 1). Batches are PyG ``Batch`` objects with
-    ``x`` (N, F), ``edge_index``, ``edge_index_2hop``, ``batch`` (N,) and ``y`` (B,).
+    Node features (``node_features``, :class:`~zoo_tasks.graphs.features.NodeFeatures`): ``"auto"`` uses the
+    dataset's continuous node attributes (``use_node_attr``, e.g. ENZYMES' 18 and PROTEINS' 1) concatenated with
+    its one-hot node labels, and falls back to one-hot degrees for a dataset with neither (GIN's treatment);
+    ``"degree"`` forces one-hot degrees, ``"constant"`` a single 1 per node. Batches are PyG ``Batch`` objects
+    with ``x`` (N, F), ``edge_index``, ``edge_index_2hop``, ``batch`` (N,) and ``y`` (B,).
 
     Args:
         name: ``"MUTAG"``, ``"PROTEINS"``, ``"ENZYMES"``, ``"PTC_MR"`` or any TU-format dataset under ``data_dir``.
+        path: a user's dataset: a folder (or its ``raw/``) holding ``<NAME>_A.txt``, ``<NAME>_graph_indicator.txt``,
+            ``<NAME>_graph_labels.txt`` and optionally ``<NAME>_node_labels.txt`` / ``_node_attributes.txt`` (the
+            TU raw layout), any name; read as is, no catalogue lookup or checksum.
         fold, num_folds: which of the stratified folds is the test fold.
         split_seed: shuffling seed of the fold assignment (fixed across methods so every method sees the same
             folds).
+        node_features, max_degree: see above; ``max_degree`` caps the one-hot degree (None: the dataset's
+            largest degree, one column per degree as in GIN's code).
     """
 
     def __init__(
@@ -118,8 +223,14 @@ class TUDataModule(pl.LightningDataModule):
         split_seed: int = 12345,
         use_node_attr: bool = True,
         num_workers: int = 0,
+        path: str | None = None,
+        node_features: str = "auto",
+        max_degree: int | None = None,
     ) -> None:
         super().__init__()
+        check_choice("node_features", node_features, NODE_FEATURES)
+        if max_degree is not None and max_degree < 0:
+            raise ConfigError(f"max_degree={max_degree} is not valid; use None (the dataset's largest) or >= 0")
         if not 0 <= fold < num_folds:
             raise ConfigError(f"fold={fold} is not valid; choose from 0 .. num_folds-1 = {num_folds - 1}")
         if not 0.0 < val_ratio < 1.0:
@@ -127,15 +238,41 @@ class TUDataModule(pl.LightningDataModule):
         self.save_hyperparameters()
         self.name, self.data_dir, self.fold, self.num_folds = name, data_dir, fold, num_folds
         self.val_ratio, self.batch_size, self.split_seed = val_ratio, batch_size, split_seed
-        self.use_node_attr, self.num_workers = use_node_attr, num_workers
+        self.use_node_attr, self.num_workers, self.path = use_node_attr, num_workers, path
+        self.node_features, self.max_degree = node_features, max_degree
         self.dataset = None
+        self._root: Path | None = None
+        self._features: NodeFeatures | None = None
 
     def prepare_data(self) -> None:
         self._dataset()
 
+    def root(self) -> Path:
+        """The writable PyG root; with ``path``, ``name`` becomes the dataset name found in the folder."""
+        if self._root is None:
+            if self.path is not None:
+                self.name, files = tu_user_files(self.path, self.name)
+                self._root = user_pyg_root("TUDataset", self.name, files)
+            else:
+                self._root = pyg_root("TUDataset", self.name, self.data_dir)
+        return self._root
+
     def _dataset(self) -> TUDataset:
-        root = pyg_root("TUDataset", self.name, self.data_dir)
-        return TUDataset(str(root), self.name, use_node_attr=self.use_node_attr)
+        return TUDataset(str(self.root()), self.name, use_node_attr=self.use_node_attr)
+
+    def features(self) -> NodeFeatures:
+        """The node-feature rule fitted to the whole dataset (its width is the model's ``in_dim``)."""
+        if self._features is None:
+            self._features = NodeFeatures.fit(self._dataset(), self.node_features, self.max_degree)
+        return self._features
+
+    def model_shapes(self) -> dict[str, int]:
+        """``{"in_dim": node-feature width, "num_classes": C}`` (PyG's processed tensors; no graph is transformed)."""
+        return {"in_dim": self.features().width, "num_classes": int(self._dataset()._data.y.max()) + 1}
+
+    def data_sha256(self) -> dict[str, str]:
+        """File name -> sha256 of each raw file read."""
+        return raw_sha256(self.root(), self.name)
 
     def fold_indices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(train, val, test) graph indices of this fold; the test folds of all k folds partition the dataset."""
@@ -150,12 +287,11 @@ class TUDataModule(pl.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.dataset is None:
             dataset = self._dataset()
-            if dataset.num_features == 0:
-                raise ConfigError(f"TU dataset name={self.name!r} has no node labels or attributes to use as features")
-            self.num_features, self.num_classes = dataset.num_features, dataset.num_classes
+            features = self.features()
+            self.num_features, self.num_classes = features.width, dataset.num_classes
             self.labels = dataset.y.numpy()
             add_two_hop = AddTwoHopEdges()
-            self.dataset = [add_two_hop(graph) for graph in dataset]  # once, not every epoch
+            self.dataset = [add_two_hop(features(graph)) for graph in dataset]  # once, not every epoch
 
     def _loader(self, idx: np.ndarray, shuffle: bool) -> DataLoader:
         return DataLoader(

@@ -1,4 +1,4 @@
-"""LightningModules for node and graph classification; the network (GCN, GAT, GMoE, C2GMoE) is chosen by config."""
+"""LightningModules for node and graph classification; the network (GCN, GAT, GIN, GMoE, C2GMoE) is chosen by config."""
 
 from __future__ import annotations
 
@@ -16,23 +16,26 @@ from zoo_tasks.graphs.baselines import DenseGNN, GMoE
 from zoo_tasks.graphs.c2gmoe import C2GMoE
 from zoo_tasks.graphs.checks import check_choice
 from zoo_tasks.graphs.diagnostics import DiagnosticsAccumulator
+from zoo_tasks.graphs.gin import GIN
 from zoo_tasks.graphs.output import GraphModelOutput
 
-MODELS = ("gcn", "gat", "gmoe", "c2gmoe")
+MODELS = ("gcn", "gat", "gin", "gmoe", "c2gmoe")
 
 
 class _GraphTaskModule(pl.LightningModule):
     """Shared training logic; subclasses fix ``level`` ("node" or "graph").
 
-    ``in_dim`` / ``num_classes`` left at 0 are read from the datamodule in ``setup`` (and then saved in the
-    hyperparameters, so ``load_from_checkpoint`` rebuilds the same network).
+    ``in_dim`` / ``num_classes`` left unset (None, or 0 as older configs have it) come from the data: the ``zoo``
+    CLI fills them from the datamodule's ``model_shapes()``, else they are read from the datamodule in ``setup``
+    (and then saved in the hyperparameters, so ``load_from_checkpoint`` rebuilds the same network).
 
     Loss: NLL of the model's prediction + ``expert_loss_weight`` x mean NLL of each C2GMoE expert's own
     prediction (keeps every expert a calibrated classifier, which confidence-aware fusion relies on) + the
     model's weighted aux losses (cv^2 balance; C2GMoE's contrastive routing).
 
     Args:
-        model: ``"gcn"``, ``"gat"`` (:class:`~zoo_tasks.graphs.baselines.DenseGNN`), ``"gmoe"``
+        model: ``"gcn"``, ``"gat"`` (:class:`~zoo_tasks.graphs.baselines.DenseGNN`), ``"gin"`` (GIN-0,
+            :class:`~zoo_tasks.graphs.gin.GIN`; ``num_layers`` GIN layers after the input), ``"gmoe"``
             (:class:`~zoo_tasks.graphs.baselines.GMoE`) or ``"c2gmoe"`` (:class:`~zoo_tasks.graphs.c2gmoe.C2GMoE`; the
             ablations are c2gmoe with ``contrastive_weight=0`` or ``confidence="none"``).
         hidden, num_layers, dropout, heads, pool: network sizes (``heads``: GAT; ``pool``: graph readout).
@@ -58,8 +61,8 @@ class _GraphTaskModule(pl.LightningModule):
     def __init__(
         self,
         model: str = "c2gmoe",
-        in_dim: int = 0,
-        num_classes: int = 0,
+        in_dim: int | None = None,
+        num_classes: int | None = None,
         hidden: int = 64,
         num_layers: int = 2,
         dropout: float = 0.5,
@@ -90,7 +93,7 @@ class _GraphTaskModule(pl.LightningModule):
         self.net: nn.Module | None = None
         self.diag = DiagnosticsAccumulator()
         self._extra: dict = {}
-        if in_dim > 0 and num_classes > 0:
+        if in_dim and num_classes:
             self.net = self.build(in_dim, num_classes)
 
     def build(self, in_dim: int, num_classes: int) -> nn.Module:
@@ -107,6 +110,8 @@ class _GraphTaskModule(pl.LightningModule):
         )
         if h.model in ("gcn", "gat"):
             return DenseGNN(h.model, heads=h.heads, **common)
+        if h.model == "gin":
+            return GIN(**common)
         if h.model == "gmoe":
             return GMoE(
                 num_experts=h.num_experts,
@@ -140,7 +145,7 @@ class _GraphTaskModule(pl.LightningModule):
             return
         dm = getattr(self._trainer, "datamodule", None)  # self.trainer raises when no trainer is attached
         if dm is None or not hasattr(dm, "num_features"):
-            raise ConfigError("in_dim/num_classes are 0 and no datamodule provides num_features/num_classes")
+            raise ConfigError("in_dim/num_classes are unset and no datamodule provides num_features/num_classes")
         dm.setup(stage)
         self.hparams.in_dim, self.hparams.num_classes = int(dm.num_features), int(dm.num_classes)
         self.net = self.build(self.hparams.in_dim, self.hparams.num_classes)

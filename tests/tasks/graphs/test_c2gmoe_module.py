@@ -44,11 +44,11 @@ def test_steps_return_the_loss_and_routing_values(model, two_cliques):
 
 
 def test_module_config_errors():
-    with pytest.raises(ConfigError, match=r"model='gin_moe' is not valid; choose from gcn, gat, gmoe, c2gmoe"):
+    with pytest.raises(ConfigError, match=r"model='gin_moe' is not valid; choose from gcn, gat, gin, gmoe, c2gmoe"):
         NodeClassifier(model="gin_moe")
     with pytest.raises(ConfigError, match=r"confidence='softmax'"):
         NodeClassifier(model="c2gmoe", in_dim=8, num_classes=2, confidence="softmax")
-    with pytest.raises(ConfigError, match=r"in_dim/num_classes are 0"):
+    with pytest.raises(ConfigError, match=r"in_dim/num_classes are unset"):
         NodeClassifier(model="gcn").setup("fit")
 
 
