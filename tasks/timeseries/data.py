@@ -1,5 +1,9 @@
 """Long-term forecasting data: any CSV with a date column and numeric channels, cut into sliding windows.
 
+A user's own series is one CSV (``path``): a header line, a date column (``date_column``, any text: it is
+dropped) and one numeric column per channel, one row per time step in time order, no missing values. It is read
+as is (no catalog lookup, no checksum; its sha256 is recorded with the run, see ``data_sha256``).
+
 The split conventions are those of Informer / Autoformer / Time-Series-Library (see the ``SOURCE.md`` of
 ``ETT-small`` and ``weather``):
 
@@ -8,6 +12,9 @@ The split conventions are those of Informer / Autoformer / Time-Series-Library (
 - ``"ett_minute"``: the same at 15-minute steps (every border times 4).
 - ``"ratio_7_1_2"``: chronological 70 % / 10 % / 20 % (``Dataset_Custom``), with the val and test segments
   starting ``L`` rows early so that their first window has a full lookback.
+- ``"auto"`` (the default): ``ett_hour`` / ``ett_minute`` for the catalog's ETTh* / ETTm* files, otherwise
+  ``ratio_7_1_2`` -- every user CSV given by ``path`` and the catalog's Weather, as Time-Series-Library's
+  ``Dataset_Custom`` does for non-ETT data.
 
 The StandardScaler is fitted on the train rows only; metrics are computed on that normalised scale.
 Evaluation loaders never drop the last batch (dropping it is a known bug that flatters published numbers).
@@ -15,6 +22,8 @@ Evaluation loaders never drop the last batch (dropping it is a known bug that fl
 
 from __future__ import annotations
 
+import csv
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +36,7 @@ from zoo.data.resumable import resumable_train_loader
 from zoo.errors import ConfigError
 
 SPLITS = ("ett_hour", "ett_minute", "ratio_7_1_2")
+AUTO = "auto"
 _STAGES = ("train", "val", "test")
 
 
@@ -59,8 +69,45 @@ def _bad_cell(values, column: str) -> tuple[int, str]:
     return position + 1, str(column_values.iloc[position])
 
 
-def read_series(path: Path, date_column: str = "date") -> tuple[np.ndarray, list[str]]:
+def read_header(path: Path, date_column: str = "date", columns: list[str] | None = None) -> list[str]:
+    """The channel names a CSV gives (``columns``, checked against its header line, or every column but the date
+    column), from its first line only.
+
+    Raises:
+        ConfigError: the file is missing or unreadable, has no header, no date column, no channel, or lacks a
+            selected column.
+    """
+    path = Path(path)
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f), None)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the CSV {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not a UTF-8 text CSV (is it a binary file?)") from None
+    if not header:
+        raise ConfigError(f"{path} is empty: expected a header line '{date_column},<channel>,...' and data rows")
+    if date_column not in header:
+        raise ConfigError(f"{path} has no date column {date_column!r}; columns are {header}")
+    channels = [name for name in header if name != date_column]
+    if columns is None:
+        if not channels:
+            raise ConfigError(f"{path} has no value columns besides {date_column!r}")
+        return channels
+    unknown = [c for c in columns if c not in channels]
+    if unknown or not columns:
+        raise ConfigError(
+            f"data.init_args.columns {list(columns)} must name channels of {path}; its channels are {channels}"
+        )
+    return list(columns)
+
+
+def read_series(
+    path: Path, date_column: str = "date", columns: list[str] | None = None
+) -> tuple[np.ndarray, list[str]]:
     """(rows, channels) float32 values and the channel names of a CSV; every non-date column must be numeric.
+
+    ``columns`` selects (and orders) the channels to read; ``None`` reads every column but ``date_column``.
 
     Raises:
         ConfigError: one line naming ``path`` and what is wrong with it: missing, binary, empty, ragged, a
@@ -92,6 +139,8 @@ def read_series(path: Path, date_column: str = "date") -> tuple[np.ndarray, list
     if frame.empty:
         raise ConfigError(f"{path} has a header but no data rows")
     values = frame.drop(columns=[date_column])
+    if columns is not None:
+        values = values[read_header(path, date_column, columns)]
     if values.shape[1] == 0:
         raise ConfigError(f"{path} has no value columns besides {date_column!r}")
     for column in values.columns:
@@ -136,16 +185,21 @@ class ForecastingDataModule(pl.LightningDataModule):
     """Windows of a multivariate CSV (all channels, ``features=M``), normalised with train statistics.
 
     Args:
+        path: a user's own CSV (see the module docstring for the format). When given, ``dataset``,
+            ``data_dir`` and ``file`` are not used: the file is read as is, with no catalog lookup and no
+            checksum, and ``split="auto"`` means ``ratio_7_1_2``.
         file: CSV file name, e.g. ``"ETTh1.csv"``.
         dataset: name in the ``zoo.data`` catalog (``"ETT-small"``, ``"weather"``): the file is found and
-            sha256-verified through :func:`zoo.data.resolve`. ``None`` reads ``data_dir/file`` as is (a
-            user's own series, no checksum).
+            sha256-verified through :func:`zoo.data.resolve`. ``None`` reads ``data_dir/file`` as is (no
+            checksum).
         data_dir: explicit folder holding ``file``.
-        split: ``"ett_hour"``, ``"ett_minute"`` or ``"ratio_7_1_2"`` (see the module docstring).
+        split: ``"auto"``, ``"ett_hour"``, ``"ett_minute"`` or ``"ratio_7_1_2"`` (see the module docstring).
         seq_len: lookback length L. pred_len: horizon H.
         date_column: name of the timestamp column, dropped from the channels.
+        columns: the channels to read, in this order (``None``: every column except ``date_column``).
 
-    Batches are ``(x, y)`` with x ``(B, seq_len, C)`` and y ``(B, pred_len, C)``.
+    Batches are ``(x, y)`` with x ``(B, seq_len, C)`` and y ``(B, pred_len, C)``; ``model_shapes()`` gives
+    ``{"num_channels": C}`` from the CSV's header line alone.
     """
 
     def __init__(
@@ -153,16 +207,18 @@ class ForecastingDataModule(pl.LightningDataModule):
         file: str = "ETTh1.csv",
         dataset: str | None = "ETT-small",
         data_dir: str | None = None,
-        split: str = "ett_hour",
+        split: str = AUTO,
         seq_len: int = 96,
         pred_len: int = 96,
         batch_size: int = 64,
         num_workers: int = 0,
         date_column: str = "date",
+        path: str | None = None,
+        columns: list[str] | None = None,
     ):
         super().__init__()
-        if split not in SPLITS:
-            raise ConfigError(f"unknown split convention {split!r}; choose one of {', '.join(SPLITS)}")
+        if split not in (AUTO, *SPLITS):
+            raise ConfigError(f"unknown split convention {split!r}; choose one of {', '.join((AUTO, *SPLITS))}")
         for key, value in (("seq_len", seq_len), ("pred_len", pred_len), ("batch_size", batch_size)):
             if value <= 0:
                 raise ConfigError(f"data.init_args.{key} must be > 0, got {value}")
@@ -173,17 +229,56 @@ class ForecastingDataModule(pl.LightningDataModule):
         self.channels: list[str] = []
         self.mean: np.ndarray | None = None
         self.std: np.ndarray | None = None
+        self._csv: Path | None = None
+        self._sha256: dict[str, str] = {}
 
     def csv_path(self) -> Path:
+        """The CSV this module reads (found, and for a catalog dataset verified, once)."""
+        if self._csv is None:
+            self._csv = self._find_csv()
+        return self._csv
+
+    def _find_csv(self) -> Path:
         hp = self.hparams
+        if hp.path is not None:
+            path = Path(hp.path).expanduser()
+            if not path.is_file():
+                raise ConfigError(f"data.init_args.path: no CSV file at {path}")
+            return path
         if hp.dataset is not None:
             return resolve(hp.dataset, path=hp.data_dir, files=[hp.file]) / hp.file
         if hp.data_dir is None:
-            raise ConfigError("give either a catalog `dataset` or a `data_dir` holding the CSV")
+            raise ConfigError("give data.init_args.path (a CSV), a catalog `dataset`, or a `data_dir` holding `file`")
         path = Path(hp.data_dir).expanduser() / hp.file
         if not path.is_file():
             raise ConfigError(f"no CSV at {path}")
         return path
+
+    @property
+    def split(self) -> str:
+        """The split convention in use: ``split`` itself, or what ``"auto"`` stands for with this file."""
+        hp = self.hparams
+        if hp.split != AUTO:
+            return hp.split
+        if hp.path is None and hp.dataset == "ETT-small":
+            return "ett_minute" if hp.file.startswith("ETTm") else "ett_hour"
+        return "ratio_7_1_2"
+
+    def model_shapes(self) -> dict[str, int]:
+        """``{"num_channels": C}``: the channels this module reads, from the CSV's header line only."""
+        hp = self.hparams
+        return {"num_channels": len(read_header(self.csv_path(), hp.date_column, hp.columns))}
+
+    def data_sha256(self) -> dict[str, str]:
+        """{file name: sha256} of the CSV this module reads (recorded with the run)."""
+        if not self._sha256:
+            path = self.csv_path()
+            digest = hashlib.sha256()
+            with path.open("rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            self._sha256 = {path.name: digest.hexdigest()}
+        return dict(self._sha256)
 
     @property
     def num_channels(self) -> int:
@@ -195,8 +290,8 @@ class ForecastingDataModule(pl.LightningDataModule):
         if self.datasets:
             return
         hp = self.hparams
-        values, self.channels = read_series(self.csv_path(), hp.date_column)
-        borders = split_borders(len(values), hp.seq_len, hp.split)
+        values, self.channels = read_series(self.csv_path(), hp.date_column, hp.columns)
+        borders = split_borders(len(values), hp.seq_len, self.split)
         train = values[slice(*borders["train"])]
         self.mean = train.mean(axis=0)
         self.std = train.std(axis=0)

@@ -41,6 +41,17 @@ class Forecast(NamedTuple):
     diagnostics: Mapping[str, Tensor] = _NONE
 
 
+def check_from_data(**shapes: int | None) -> None:
+    """Raise a ConfigError naming the first ``model.init_args`` shape left to the data (None) that nothing filled:
+    ``zoo fit`` fills it from the datamodule's ``model_shapes()``; built by hand, the model needs it stated."""
+    for name, value in shapes.items():
+        if value is None:
+            raise ConfigError(
+                f"model.init_args.{name} is not set: state it, or let `zoo fit` read it from the data "
+                "(ForecastingDataModule.model_shapes())"
+            )
+
+
 def check_positive(**sizes: float) -> None:
     """Raise a ConfigError naming the first ``model.init_args`` size that is not > 0."""
     for name, value in sizes.items():

@@ -9,7 +9,13 @@ from torch import Tensor, nn
 
 from zoo.nn.revin import RevIN
 from zoo.nn.transformer import EncoderLayer
-from zoo_tasks.timeseries.forecaster import Forecast, Forecaster, check_positive, check_probability
+from zoo_tasks.timeseries.forecaster import (
+    Forecast,
+    Forecaster,
+    check_from_data,
+    check_positive,
+    check_probability,
+)
 from zoo_tasks.timeseries.patching import FlattenHead, check_window, num_patches, patchify
 
 
@@ -28,7 +34,7 @@ class PatchTSTNet(nn.Module):
         self,
         seq_len: int,
         pred_len: int,
-        num_channels: int,
+        num_channels: int | None,
         d_model: int = 256,
         n_heads: int = 16,
         d_ff: int = 512,
@@ -39,6 +45,7 @@ class PatchTSTNet(nn.Module):
         head_dropout: float = 0.0,
     ):
         super().__init__()
+        check_from_data(num_channels=num_channels)
         check_positive(
             seq_len=seq_len, pred_len=pred_len, num_channels=num_channels, d_model=d_model, n_heads=n_heads,
             d_ff=d_ff, e_layers=e_layers, patch_len=patch_len, stride=stride,
@@ -69,13 +76,14 @@ class PatchTSTNet(nn.Module):
 class PatchTSTForecaster(Forecaster):
     """LightningModule for :class:`PatchTSTNet` (MSE training loss as in the paper; same training loop, early
     stopping and corrupted-input test as SEER; ``training`` holds the other settings of
-    :class:`~zoo_tasks.timeseries.forecaster.Forecaster`). Batches are (x (B, seq_len, C), y (B, pred_len, C))."""
+    :class:`~zoo_tasks.timeseries.forecaster.Forecaster`). Batches are (x (B, seq_len, C), y (B, pred_len, C)).
+    ``num_channels=None`` (the default) is the data's: ``zoo fit`` fills it from ``model_shapes()``."""
 
     def __init__(
         self,
         seq_len: int = 96,
         pred_len: int = 96,
-        num_channels: int = 7,
+        num_channels: int | None = None,
         d_model: int = 256,
         n_heads: int = 16,
         d_ff: int = 512,

@@ -15,7 +15,13 @@ from zoo.errors import ConfigError
 from zoo.moe import MoE, Routing, require_router
 from zoo.nn.revin import RevIN
 from zoo.nn.transformer import EncoderLayer, sinusoidal_encoding
-from zoo_tasks.timeseries.forecaster import Forecast, Forecaster, check_positive, check_probability
+from zoo_tasks.timeseries.forecaster import (
+    Forecast,
+    Forecaster,
+    check_from_data,
+    check_positive,
+    check_probability,
+)
 from zoo_tasks.timeseries.patching import FlattenHead, check_window, num_patches, patchify
 
 MIXTURE = "SEER's patch mixture"
@@ -161,7 +167,7 @@ class SEERNet(nn.Module):
         self,
         seq_len: int,
         pred_len: int,
-        num_channels: int,
+        num_channels: int | None,
         d_model: int = 256,
         n_heads: int = 16,
         d_ff: int = 512,
@@ -183,6 +189,7 @@ class SEERNet(nn.Module):
         router_kwargs: dict | None = None,
     ):
         super().__init__()
+        check_from_data(num_channels=num_channels)
         check_positive(
             seq_len=seq_len, pred_len=pred_len, num_channels=num_channels, d_model=d_model, n_heads=n_heads,
             d_ff=d_ff, patch_len=patch_len, stride=stride, d_score=d_score, head_scaling=head_scaling,
@@ -244,14 +251,15 @@ class SEERForecaster(Forecaster):
     lr 1e-4. ``router`` / ``router_kwargs`` choose the patch mixture's router (default the reference's
     ``"noisy_topk"``; ``"expert_choice"`` does not apply, see :class:`AugmentedPatchEmbedding`). See
     :class:`SEERNet`; ``training`` holds the loss, optimiser, early-stopping and corruption settings of
-    :class:`~zoo_tasks.timeseries.forecaster.Forecaster`.
+    :class:`~zoo_tasks.timeseries.forecaster.Forecaster`. ``num_channels=None`` (the default) is the data's:
+    ``zoo fit`` fills it from ``ForecastingDataModule.model_shapes()``.
     """
 
     def __init__(
         self,
         seq_len: int = 96,
         pred_len: int = 96,
-        num_channels: int = 7,
+        num_channels: int | None = None,
         d_model: int = 256,
         n_heads: int = 16,
         d_ff: int = 512,

@@ -35,7 +35,7 @@ def test_one_epoch_on_an_etth1_slice_lowers_the_loss(data_mirror, tmp_path):
     dm = ForecastingDataModule(
         file="ETTh1.csv", dataset="ETT-small", data_dir=str(data_mirror / "ETT-small"), pred_len=24, batch_size=32
     )
-    model = SEERForecaster(pred_len=24, d_model=32, n_heads=4, d_ff=64, lr=1e-3)
+    model = SEERForecaster(pred_len=24, num_channels=7, d_model=32, n_heads=4, d_ff=64, lr=1e-3)
     stats = RoutingStatsCallback(heatmaps=False)
     trainer = _trainer(
         max_epochs=1,
@@ -85,7 +85,9 @@ def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(data_mirror
         dm = ForecastingDataModule(
             file="ETTh1.csv", dataset="ETT-small", data_dir=str(data_mirror / "ETT-small"), pred_len=24, batch_size=32
         )
-        model = SEERForecaster(pred_len=24, d_model=16, n_heads=2, d_ff=32, lr=1e-3, checkpoint_every_s=1e-9)
+        model = SEERForecaster(
+            pred_len=24, num_channels=7, d_model=16, n_heads=2, d_ff=32, lr=1e-3, checkpoint_every_s=1e-9
+        )
         callbacks = [ModelCheckpoint(dirpath=root, save_last=True), RNGStateCheckpoint()]
         trainer = _trainer(
             enable_checkpointing=True,

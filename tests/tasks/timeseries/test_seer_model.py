@@ -12,15 +12,16 @@ from zoo.moe import Routing, routing_summary
 from zoo_tasks.timeseries.patchtst import PatchTSTForecaster
 from zoo_tasks.timeseries.seer import ChannelAdaptiveSeriesToken, LearnablePatchReplacement, SEERForecaster
 
-SMALL = dict(d_model=32, n_heads=4, d_ff=64)
+SMALL = dict(num_channels=7, d_model=32, n_heads=4, d_ff=64)
+DENSE = dict(moe_embedding=False, patch_replacement=False)
 
 
 @pytest.mark.parametrize(
     "make",
     [
-        lambda c, h: SEERForecaster(num_channels=c, pred_len=h, **SMALL),
-        lambda c, h: SEERForecaster(num_channels=c, pred_len=h, moe_embedding=False, patch_replacement=False, **SMALL),
-        lambda c, h: PatchTSTForecaster(num_channels=c, pred_len=h, **SMALL),
+        lambda c, h: SEERForecaster(**{**SMALL, "num_channels": c}, pred_len=h),
+        lambda c, h: SEERForecaster(**{**SMALL, "num_channels": c}, pred_len=h, **DENSE),
+        lambda c, h: PatchTSTForecaster(**{**SMALL, "num_channels": c}, pred_len=h),
     ],
     ids=["seer", "dense", "patchtst"],
 )
@@ -34,12 +35,29 @@ def test_forecast_shape(make, channels, horizon):
 
 def test_wrong_channel_count_is_a_clear_error():
     with pytest.raises(ConfigError, match="num_channels"):
-        SEERForecaster(num_channels=7, **SMALL)(torch.randn(2, 96, 21))
+        SEERForecaster(**SMALL)(torch.randn(2, 96, 21))
+
+
+@pytest.mark.parametrize("model", [SEERForecaster, PatchTSTForecaster])
+def test_channels_left_to_the_data_but_not_filled_is_a_clear_error(model):
+    with pytest.raises(ConfigError, match=r"model.init_args.num_channels is not set"):
+        model(**{**SMALL, "num_channels": None})
+
+
+@pytest.mark.parametrize("model", [SEERForecaster, PatchTSTForecaster])
+def test_channels_stated_give_the_same_model_whatever_the_default(model):
+    torch.manual_seed(0)
+    stated = model(**SMALL)
+    torch.manual_seed(0)
+    again = model(**SMALL)  # same RNG draws: the None default changes nothing once the value is stated
+    assert stated.state_dict().keys() == again.state_dict().keys()
+    for key, value in stated.state_dict().items():
+        assert torch.equal(value, again.state_dict()[key]), key
 
 
 def test_dense_twin_has_no_moe_and_no_replacement_and_about_the_same_size():
-    seer = SEERForecaster()
-    dense = SEERForecaster(moe_embedding=False, patch_replacement=False)
+    seer = SEERForecaster(num_channels=7)
+    dense = SEERForecaster(num_channels=7, moe_embedding=False, patch_replacement=False)
     assert dense.net.embedding.moe is None and dense.net.replacement is None
     n_seer = sum(p.numel() for p in seer.parameters())
     n_dense = sum(p.numel() for p in dense.parameters())

@@ -1,0 +1,99 @@
+"""A user's own forecasting CSV (tasks/timeseries/data.py, ``path``): read as is with no catalog lookup, its
+sha256 recorded, its channel count given by ``model_shapes()`` from the header alone, split chronologically
+70/10/20, and trained through ``zoo fit`` with the base SEER config and nothing but the path and tiny-run flags."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from zoo.errors import ConfigError
+from zoo_tasks.timeseries.data import ForecastingDataModule
+from zoo_tasks.timeseries.spec import SEER
+
+ROWS, CHANNELS = 1000, 3  # 1000 rows: the 10 % validation segment holds one 96 + 96 window and more
+
+
+def _write_csv(path, rows=ROWS, names=("load", "temp", "wind")):
+    t = np.arange(rows)
+    values = np.stack([np.sin(t / (5 + 3 * i)) + 0.1 * i * t / rows for i in range(len(names))], axis=1)
+    dates = np.datetime64("2024-01-01T00:00") + t.astype("timedelta64[h]")
+    lines = ["date," + ",".join(names)]
+    for date, row in zip(dates, values, strict=True):
+        lines.append(f"{date.astype(str).replace('T', ' ')}," + ",".join(f"{v:.5f}" for v in row))
+    path.write_text("\n".join(lines) + "\n")
+    return values.astype(np.float32)
+
+
+def test_user_csv_is_read_as_is_with_its_sha256_channels_and_a_70_10_20_split(tmp_path, monkeypatch):
+    csv = tmp_path / "my.csv"
+    values = _write_csv(csv)
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "nothing-here"))  # no catalog is consulted
+    dm = ForecastingDataModule(path=str(csv), batch_size=8)  # the catalog defaults (ETT-small, ETTh1) are unused
+    assert dm.model_shapes() == {"num_channels": CHANNELS}
+    assert dm.datasets == {}  # the header was enough: nothing loaded yet
+    assert dm.data_sha256() == {"my.csv": hashlib.sha256(csv.read_bytes()).hexdigest()}
+    assert dm.split == "ratio_7_1_2"
+    dm.setup()
+    assert dm.channels == ["load", "temp", "wind"]
+    lengths = {name: len(ds) for name, ds in dm.datasets.items()}
+    # train rows [0, 700), val [700 - 96, 800), test [800 - 96, 1000); windows = rows - 96 - 96 + 1
+    assert lengths == {"train": 700 - 191, "val": 196 - 191, "test": 296 - 191}
+    x, y = dm.datasets["test"][0]
+    mean, std = values[:700].mean(0), values[:700].std(0)
+    assert torch.allclose(x[0], torch.from_numpy((values[704] - mean) / std), atol=1e-4)
+    assert y.shape == (96, CHANNELS)
+
+
+def test_a_column_selection_gives_the_channels_and_the_shape(tmp_path):
+    csv = tmp_path / "my.csv"
+    _write_csv(csv)
+    dm = ForecastingDataModule(path=str(csv), columns=["wind", "load"])
+    assert dm.model_shapes() == {"num_channels": 2}
+    dm.setup()
+    assert dm.channels == ["wind", "load"] and dm.datasets["train"][0][0].shape == (96, 2)
+    with pytest.raises(ConfigError, match=r"data.init_args.columns \['rain'\].*'load', 'temp', 'wind'"):
+        ForecastingDataModule(path=str(csv), columns=["rain"]).model_shapes()
+
+
+def test_catalog_files_keep_their_split_and_a_missing_path_is_one_line(tmp_path):
+    assert ForecastingDataModule().split == "ett_hour"
+    assert ForecastingDataModule(file="ETTm2.csv").split == "ett_minute"
+    assert ForecastingDataModule(dataset="weather", file="weather.csv").split == "ratio_7_1_2"
+    assert ForecastingDataModule(path="x.csv", split="ett_hour").split == "ett_hour"  # stated: kept
+    with pytest.raises(ConfigError, match=r"data.init_args.path: no CSV file at .*missing.csv"):
+        ForecastingDataModule(path=str(tmp_path / "missing.csv")).model_shapes()
+    (tmp_path / "nodate.csv").write_text("time,a\n1,2\n")
+    with pytest.raises(ConfigError, match=r"no date column 'date'; columns are \['time', 'a'\]"):
+        ForecastingDataModule(path=str(tmp_path / "nodate.csv")).model_shapes()
+
+
+def test_zoo_fit_trains_seer_on_a_user_csv_given_only_its_path(tmp_path, monkeypatch):
+    from zoo.cli.main import main
+
+    csv = tmp_path / "my.csv"
+    _write_csv(csv)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "nothing-here"))
+    run = tmp_path / "run"
+    code = main(
+        [
+            "fit",
+            *("--config", str(SEER.config_path(SEER.default_config))),
+            *("--data.init_args.path", str(csv)),
+            *("--trainer.max_epochs", "1", "--trainer.limit_train_batches", "2", "--trainer.limit_val_batches", "1"),
+            *("--trainer.enable_progress_bar", "false", "--trainer.default_root_dir", str(run)),
+        ]
+    )
+    assert code in (0, None)
+    checkpoints = sorted(run.rglob("*.ckpt"))
+    assert checkpoints, list(run.rglob("*"))
+    state = torch.load(checkpoints[-1], map_location="cpu", weights_only=False)
+    assert state["hyper_parameters"]["num_channels"] == CHANNELS  # read from the CSV's header
+    assert state["global_step"] == 2
+    assert state["state_dict"]["net.revin.weight"].shape == (CHANNELS,)
+    assert all(math.isfinite(v.float().abs().sum()) for v in state["state_dict"].values())
