@@ -1,4 +1,5 @@
-"""Shared fixtures: the mirror of real datasets, and a third-party plugin installed into a temporary site dir."""
+"""Shared fixtures: the mirror of real datasets, a third-party plugin installed into a temporary site dir, and one
+intra-op thread per test. Helper functions live in ``zoo_testing`` (import them from there, not from conftest)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,20 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-TOY_PLUGIN = REPO / "tests" / "fixtures" / "toy_plugin"
+# re-exported for test files not yet moved to ``from zoo_testing import ...``
+from zoo_testing import REPO, TOY_PLUGIN, _mirror, need_dataset, run_zoo  # noqa: E402, F401
 
 
-def _mirror() -> Path | None:
-    """The dataset mirror by the library's own rule (``zoo.data.resolve.data_mirror``), if it exists."""
-    from zoo.data.resolve import data_mirror
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny test tensors run fastest on one intra-op thread: on a shared, busy CPU, OpenMP threads spin-wait on
+    each other and small ops get many times slower. Restored after each test."""
+    import torch
 
-    mirror = data_mirror()
-    return mirror.resolve() if mirror is not None and mirror.is_dir() else None
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")
@@ -30,18 +35,6 @@ def data_mirror() -> Path:
     if mirror is None:
         pytest.skip("no dataset mirror: set ZOO_DATA_MIRROR or put shared/datasets beside the checkout")
     return mirror
-
-
-def need_dataset(name: str, files=None) -> Path:
-    """The folder of dataset ``name`` as ``zoo.data.resolve`` finds it (no download); skips the test, naming the
-    places tried, when this machine does not have it."""
-    from zoo.data.resolve import resolve
-    from zoo.errors import DatasetNotFoundError
-
-    try:
-        return resolve(name, files=files, download=False)
-    except DatasetNotFoundError as exc:
-        pytest.skip(f"dataset {name!r} not on this machine: {str(exc).splitlines()[0]}")
 
 
 @pytest.fixture(scope="session")
@@ -84,10 +77,3 @@ def zoo_env(plugin_site, tmp_path) -> dict[str, str]:
     if mirror:
         env["ZOO_DATA_MIRROR"] = str(mirror)
     return env
-
-
-def run_zoo(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``python -m zoo.cli.main ARGS`` (what the ``zoo`` script does) and capture its output."""
-    return subprocess.run(
-        [sys.executable, "-m", "zoo.cli.main", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
-    )

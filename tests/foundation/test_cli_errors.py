@@ -1,6 +1,6 @@
 """Bad input gives one short message and a non-zero exit code, never a traceback wall."""
 
-from conftest import REPO, run_zoo
+from zoo_testing import REPO, run_zoo
 
 
 def _assert_short_error(out, *needles):

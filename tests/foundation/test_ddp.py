@@ -16,8 +16,8 @@ import json
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from conftest import run_zoo
 from torch import nn
+from zoo_testing import run_zoo
 
 from zoo.moe import MoE
 

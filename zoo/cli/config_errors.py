@@ -111,6 +111,31 @@ def short_message(message: str, parser: Any = None) -> str:
     return "\n".join(lines)
 
 
+def user_error_in(exc: BaseException | None) -> BaseException | None:
+    """The ZooError (or Lightning configuration error) behind ``exc``, if any: jsonargparse wraps what a class's
+    ``__init__`` raised ("Does not validate against any of the Union subtypes") and Lightning may wrap it too, so
+    every cause and context is searched, breadth first."""
+    import sys
+
+    from zoo.errors import ZooError
+
+    user_errors: tuple[type, ...] = (ZooError,)
+    if "lightning_fabric" in sys.modules:
+        from lightning_fabric.utilities.exceptions import MisconfigurationException
+
+        user_errors = (ZooError, MisconfigurationException)
+    queue, seen = [exc], set()
+    while queue:
+        current = queue.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        if isinstance(current, user_errors):
+            return current
+        seen.add(id(current))
+        queue += [current.__cause__, current.__context__]
+    return None
+
+
 class ZooArgumentParser(LightningArgumentParser):
     """``LightningArgumentParser`` whose user-facing errors raise :class:`ConfigError` with :func:`short_message`
     (printed by ``zoo`` without a traceback); inner parsers that jsonargparse probes with keep their behaviour."""

@@ -26,7 +26,8 @@ from zoo.callbacks.run_identity import IDENTITY_KEY, RunIdentity
 from zoo.callbacks.run_metadata import RunMetadata
 from zoo.cli import run_dir as runs
 from zoo.cli.checkpoint_check import check_identity, check_state_dict, load_checkpoint, run_identity
-from zoo.cli.config_errors import ZooArgumentParser
+from zoo.cli.config_errors import ZooArgumentParser, user_error_in
+from zoo.cli.model_shapes import data_shapes, fill_model_shapes
 from zoo.cli.quiet import quiet_third_party
 from zoo.cli.summary import fit_summary
 from zoo.errors import ConfigError
@@ -80,6 +81,7 @@ class ZooCLI(LightningCLI):
         self._versions_before: set[Path] = set()
         self._set_env = False
         self._ckpt_shapes: tuple[Path, dict] | None = None
+        self._saved_identity: tuple[dict | None, Path, bool] | None = None
         self._run_key = ""
         self._start = time.perf_counter()
         try:
@@ -115,7 +117,8 @@ class ZooCLI(LightningCLI):
         ckpt = self._resolve_checkpoint(subcommand, config.get("ckpt_path"), Path(root) if root else None)
         if ckpt is not None:
             loaded = load_checkpoint(ckpt)
-            check_identity(loaded.get(IDENTITY_KEY), run_identity(config, self._run_key), ckpt, subcommand == "fit")
+            # checked once the model's shapes are read from the data (instantiate_classes), as they were saved
+            self._saved_identity = (loaded.get(IDENTITY_KEY), ckpt, subcommand == "fit")
             shapes = {k: tuple(v.shape) for k, v in loaded["state_dict"].items() if hasattr(v, "shape")}
             self._ckpt_shapes = (ckpt, shapes)
             del loaded
@@ -178,6 +181,73 @@ class ZooCLI(LightningCLI):
             return
         for version in _version_dirs(self._root) - self._versions_before:
             shutil.rmtree(version, ignore_errors=True)
+
+    # -- the model's shapes from the data ---------------------------------------------------------------------
+    def _subconfig(self) -> Any:
+        return self.config.get(str(self.subcommand), self.config) if self.subcommand else self.config
+
+    def _instantiate_datamodule(self, data: Any) -> pl.LightningDataModule:
+        """The datamodule of config node ``data`` (class_path, init_args), built alone, before the model."""
+        from pytorch_lightning.cli import LightningArgumentParser
+
+        parser = LightningArgumentParser(exit_on_error=False)
+        parser.add_lightning_class_args(pl.LightningDataModule, "data", subclass_mode=True)
+        try:  # Lightning's hook that stores the datamodule's hyper-parameters (for load_from_checkpoint)
+            from pytorch_lightning.cli import _InstantiatorFn
+
+            parser.add_instantiator(_InstantiatorFn(cli=self, key="data"), pl.LightningDataModule, subclasses=True)
+        except (ImportError, AttributeError, TypeError):
+            pass
+        from jsonargparse import Namespace
+
+        return parser.instantiate_classes(Namespace(data=data.clone())).data
+
+    def _datamodule_with_shapes(self, config: Any) -> pl.LightningDataModule | None:
+        """When the config's datamodule class has ``model_shapes()``: the datamodule (built once), after writing
+        its shapes into the config's model init args (ConfigError when the config contradicts them)."""
+        from jsonargparse._util import import_object
+
+        data, model = config.get("data"), config.get("model")
+        class_path = data.get("class_path") if hasattr(data, "get") else None
+        if not class_path or not hasattr(model, "get"):
+            return None
+        try:
+            data_class = import_object(class_path)
+        except Exception:  # noqa: BLE001 - the parser names a bad class path itself
+            return None
+        if not callable(getattr(data_class, "model_shapes", None)):
+            return None
+        try:
+            datamodule = self._instantiate_datamodule(data)
+        except ValueError as exc:
+            user = user_error_in(exc)
+            if user is None:
+                raise
+            raise user from None
+        fill_model_shapes(model, data_shapes(datamodule), data_class.__name__)
+        self.__dict__.pop("config_dump", None)  # Lightning's cached dump (hyper-parameters) predates the shapes
+        return datamodule
+
+    def instantiate_classes(self) -> None:
+        config = self._subconfig()
+        datamodule = self._datamodule_with_shapes(config)
+        if self._saved_identity is not None:
+            saved, ckpt, fitting = self._saved_identity
+            check_identity(saved, run_identity(config, self._run_key), ckpt, fitting)
+        if datamodule is not None:  # built already: the parser takes it instead of building another
+            prebuilt = [datamodule]
+
+            def reuse(cls: type, *args: Any, **kwargs: Any) -> Any:
+                return prebuilt.pop() if prebuilt else cls(*args, **kwargs)
+
+            self.parser.add_instantiator(reuse, type(datamodule), subclasses=False, prepend=True)
+        try:
+            super().instantiate_classes()
+        except ValueError as exc:  # jsonargparse wraps what a class's __init__ raised: show the user error itself
+            user = user_error_in(exc)
+            if user is None:
+                raise
+            raise user from None
 
     # -- the trainer -------------------------------------------------------------------------------------------
     def _instantiate_trainer(self, config: dict[str, Any], callbacks: list[pl.Callback]) -> pl.Trainer:

@@ -102,21 +102,14 @@ def _run(argv: list[str]) -> int:
 
 def _user_error(exc: BaseException) -> BaseException | None:
     """The ZooError (or Lightning configuration error) behind ``exc``, if any (jsonargparse and Lightning may wrap
-    it)."""
-    from zoo.errors import ZooError
+    it). Imports nothing heavy: a failure before torch was imported can only be a ZooError itself."""
+    if "zoo.cli.config_errors" not in sys.modules and "pytorch_lightning" not in sys.modules:
+        from zoo.errors import ZooError
 
-    user_errors: tuple[type, ...] = (ZooError,)
-    if "lightning_fabric" in sys.modules:
-        from lightning_fabric.utilities.exceptions import MisconfigurationException
+        return exc if isinstance(exc, ZooError) else None
+    from zoo.cli.config_errors import user_error_in
 
-        user_errors = (ZooError, MisconfigurationException)
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, user_errors):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
+    return user_error_in(exc)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,44 @@
+"""Helpers shared by test files: ``from zoo_testing import REPO, run_zoo``. (Not ``from conftest import ...``:
+several folders have a ``conftest.py`` and whichever pytest imported first would answer.) ``tests/`` is on
+``sys.path`` because pytest inserts the root conftest's folder (rootdir-relative ``prepend`` import mode)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TOY_PLUGIN = REPO / "tests" / "fixtures" / "toy_plugin"
+
+
+def mirror() -> Path | None:
+    """The dataset mirror by the library's own rule (``zoo.data.resolve.data_mirror``), if it exists."""
+    from zoo.data.resolve import data_mirror
+
+    found = data_mirror()
+    return found.resolve() if found is not None and found.is_dir() else None
+
+
+_mirror = mirror  # the older name
+
+
+def need_dataset(name: str, files=None) -> Path:
+    """The folder of dataset ``name`` as ``zoo.data.resolve`` finds it (no download); skips the test, naming the
+    places tried, when this machine does not have it."""
+    from zoo.data.resolve import resolve
+    from zoo.errors import DatasetNotFoundError
+
+    try:
+        return resolve(name, files=files, download=False)
+    except DatasetNotFoundError as exc:
+        pytest.skip(f"dataset {name!r} not on this machine: {str(exc).splitlines()[0]}")
+
+
+def run_zoo(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``python -m zoo.cli.main ARGS`` (what the ``zoo`` script does) and capture its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "zoo.cli.main", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
