@@ -97,3 +97,16 @@ def test_zoo_fit_trains_seer_on_a_user_csv_given_only_its_path(tmp_path, monkeyp
     assert state["global_step"] == 2
     assert state["state_dict"]["net.revin.weight"].shape == (CHANNELS,)
     assert all(math.isfinite(v.float().abs().sum()) for v in state["state_dict"].values())
+
+
+def test_a_stated_channel_count_that_contradicts_the_csv_is_one_error(tmp_path, monkeypatch, capsys):
+    from zoo.cli.main import main
+
+    csv = tmp_path / "my.csv"
+    _write_csv(csv)
+    monkeypatch.chdir(tmp_path)
+    config = str(SEER.config_path(SEER.default_config))
+    args = ["fit", "--config", config, "--data.init_args.path", str(csv), "--model.init_args.num_channels", "7"]
+    assert main([*args, "--trainer.default_root_dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "model.init_args.num_channels is 7" in err and "3" in err and "Traceback" not in err
