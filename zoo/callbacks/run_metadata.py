@@ -1,4 +1,5 @@
-"""Write ``run.json`` beside each run's logs: seed, package versions, git commit, machine and wall time."""
+"""Write ``run_<stage>.json`` beside each run's logs: seed, package versions, git commit, machine, wall time, and the
+sha256 of each data file when the datamodule reports them (``data_sha256()``, e.g. a user's own dataset)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ from pathlib import Path
 import pytorch_lightning as pl
 
 from zoo.runinfo import git_commit, machine, package_versions
+
+
+def data_sha256(datamodule: object) -> dict[str, str]:
+    """``datamodule.data_sha256()`` (file name -> sha256 of each file it read), or {} when it has no such method."""
+    method = getattr(datamodule, "data_sha256", None)
+    return dict(method()) if callable(method) else {}
 
 
 class RunMetadata(pl.Callback):
@@ -62,4 +69,7 @@ class RunMetadata(pl.Callback):
                 "machine": machine(),
                 "metrics": {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1},
             }
+            hashes = data_sha256(trainer.datamodule)
+            if hashes:
+                info["data_sha256"] = hashes
             (folder / f"run_{stage}.json").write_text(json.dumps(info, indent=1) + "\n")

@@ -19,6 +19,9 @@ commands:
                                     run the task's benchmark rows (skipping recorded ones) and render
                                     leaderboard/TASK.md
   render TASK                       re-render leaderboard/TASK.md from its records
+  evaluate --config FILE [--seeds 0 1 2] [--folds K] [--key value ...]
+                                    the benchmark protocol on any config / your data (--data.init_args.path):
+                                    fit + test per seed (x fold), mean ± std, under runs/evaluate/
   bench NAME [args]                 side-by-side benchmarks: moe, and those of each task (`zoo list`)
 
 environment: ZOO_DATA_DIR, ZOO_DATA_MIRROR (read-only dataset mirror), ZOO_CACHE_DIR (downloads, writable copies)
@@ -50,7 +53,7 @@ def _bench_args(name: str, args: list[str]) -> list[str]:
     return args
 
 
-def _expand_task_shortcut(args: list[str]) -> list[str]:
+def expand_task_shortcut(args: list[str]) -> list[str]:
     """``--task NAME`` → ``--config <that task's default config>``."""
     if "--task" not in args:
         return args
@@ -75,7 +78,7 @@ def _run(argv: list[str]) -> int:
 
         # LightningCLI reads sys.argv; DDP's launcher re-executes it in each worker, so it must hold the
         # expanded arguments, not the original program-relative ones.
-        sys.argv = [sys.argv[0], command, *_expand_task_shortcut(rest)]
+        sys.argv = [sys.argv[0], command, *expand_task_shortcut(rest)]
         ZooCLI()
         return 0
     if command == "list":
@@ -86,6 +89,10 @@ def _run(argv: list[str]) -> int:
         from zoo.cli.reproduce import reproduce_main
 
         return reproduce_main([command, *rest])
+    if command == "evaluate":
+        from zoo.cli.evaluate import evaluate_main
+
+        return evaluate_main(rest)
     if command == "bench":
         known = benches()
         if not rest or rest[0] not in known:

@@ -13,6 +13,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -62,23 +63,26 @@ def _last_checkpoint(run_dir: Path) -> Path:
     return run_dir / "checkpoints" / "last.ckpt"
 
 
-def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quick: bool, run_dir: Path) -> RunRecord:
-    """Fit then test one (row, seed, fold); return its record (not yet written)."""
-    from zoo.callbacks.run_metadata import RunMetadata
+@dataclass
+class FitTest:
+    """What one fit-then-test run gives: test metrics, the resolved config, extra results and timing."""
+
+    metrics: dict[str, float]
+    config: dict
+    extra: dict
+    wall_time_s: float
+    routing: dict
+    tested: str  # "best" or "last": the weights the test metrics come from
+
+
+def fit_and_test(args: list[str], run_dir: Path) -> FitTest:
+    """Build ``ZooCLI(args)`` writing into ``run_dir``, fit (resuming ``run_dir``'s ``last.ckpt`` when a killed run
+    left one), then test the best checkpoint when the model names a monitor, else the last weights. Shared by
+    ``zoo reproduce`` and ``zoo evaluate``."""
+    from zoo.callbacks.run_metadata import RunMetadata, data_sha256
     from zoo.cli.lightning_cli import ZooCLI
 
-    args = [
-        "--config",
-        str(spec.config_path(row.config)),
-        *row.overrides,
-        *(row.quick_overrides if quick else ()),
-        "--seed_everything",
-        str(seed),
-        "--trainer.default_root_dir",
-        str(run_dir),
-    ]
-    if fold is not None:
-        args += ["--data.init_args.fold", str(fold)]
+    args = [*args, "--trainer.default_root_dir", str(run_dir)]
     start = time.perf_counter()
     argv, sys.argv = sys.argv, sys.argv[:1]  # LightningCLI warns when given both args and a command line
     try:
@@ -100,26 +104,56 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
     extra = model.extra_results() if hasattr(model, "extra_results") else {}
     extra["resumed_from_checkpoint"] = resumed
     extra["wall_time_before_resume_s"] = round(prior, 2)
+    hashes = data_sha256(cli.datamodule)
+    if hashes:
+        extra["data_sha256"] = hashes
     dirty = dirty_sources()
     if dirty:
         extra["dirty_files"] = dirty[:50]
-    config = yaml.safe_load(cli.parser.dump(cli.config, skip_none=False))
+    return FitTest(
+        metrics=metrics,
+        config=yaml.safe_load(cli.parser.dump(cli.config, skip_none=False)),
+        extra=extra,
+        wall_time_s=round(time.perf_counter() - start + prior, 2),
+        routing=_routing_summary(trainer),
+        tested="best" if use_best else "last",
+    )
+
+
+def row_args(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quick: bool) -> list[str]:
+    """The ``zoo fit`` arguments of one (row, seed, fold)."""
+    args = [
+        "--config",
+        str(spec.config_path(row.config)),
+        *row.overrides,
+        *(row.quick_overrides if quick else ()),
+        "--seed_everything",
+        str(seed),
+    ]
+    if fold is not None:
+        args += ["--data.init_args.fold", str(fold)]
+    return args
+
+
+def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quick: bool, run_dir: Path) -> RunRecord:
+    """Fit then test one (row, seed, fold); return its record (not yet written)."""
+    result = fit_and_test(row_args(spec, row, seed, fold, quick), run_dir)
     return RunRecord(
         task=spec.name,
         method=row.method,
         dataset=row.dataset,
-        metrics=metrics,
+        metrics=result.metrics,
         seed=seed,
         fold=fold,
-        config=config,
+        config=result.config,
         versions=package_versions(),
-        wall_time_s=round(time.perf_counter() - start + prior, 2),
+        wall_time_s=result.wall_time_s,
         commit=git_commit(),
         machine=machine(),
         reduced=row.reduced or quick,
         note=("quick smoke settings; " if quick else "") + row.note,
-        extra=extra,
-        routing=_routing_summary(trainer),
+        extra=result.extra,
+        routing=result.routing,
         # equal source hashes: made by the same task and zoo code (the commit alone can be dirty or not hold it)
         source_hash=source_hash(_spec_module(spec)),
     )
