@@ -72,6 +72,8 @@ def cell_overrides(dataset: str, horizon: int) -> tuple[str, ...]:
     """The ``--key value`` arguments that turn a method's base config into the ``dataset/horizon`` cell.
 
     ``pred_len`` is named for the model and the data alike: LightningCLI builds each from its own arguments.
+    ``split`` and ``num_channels`` are stated although ``split: auto`` and the data's ``model_shapes()`` give the
+    same values, so each row resolves to exactly the config its records were run with.
     """
     catalog, file, split, channels = DATA[dataset]
     return (
