@@ -64,22 +64,23 @@ def _pick_name(found: list[str], name: str | None, path: str, layout: str) -> st
     raise ConfigError(f"path={path!r} holds several datasets ({', '.join(sorted(found))}); set name to one of them")
 
 
-def user_pyg_root(family: str, name: str, files: list[Path]) -> Path:
-    """A writable PyG root for a user's raw files: ``<cache>/user/<family>/<digest>/<name>/raw/`` of symlinks; the
-    digest is over the files' contents, so an edited file never reuses a stale ``processed/``."""
-    digest = hashlib.sha256("".join(f"{f.name}:{sha256_of(f)};" for f in sorted(files)).encode()).hexdigest()[:16]
-    root = cache_dir() / "user" / family / digest
+def user_pyg_root(family: str, name: str, files: dict[str, Path]) -> Path:
+    """A writable PyG root for a user's raw files (link name -> file): ``<cache>/user/<family>/<digest>/<name>/raw/``
+    of symlinks; the digest is over the files' contents, so an edited file never reuses a stale ``processed/``."""
+    listing = "".join(f"{link}:{sha256_of(f)};" for link, f in sorted(files.items()))
+    root = cache_dir() / "user" / family / hashlib.sha256(listing.encode()).hexdigest()[:16]
     raw = root / name / "raw"
     raw.mkdir(parents=True, exist_ok=True)
-    for f in files:
-        link = raw / f.name
+    for link_name, f in files.items():
+        link = raw / link_name
         if not link.is_symlink():
             link.symlink_to(f.resolve())
     return root
 
 
-def planetoid_user_files(path: str, name: str | None) -> tuple[str, list[Path]]:
-    """(dataset name, its ``ind.<name>.*`` files) of a Planetoid-layout folder; the name comes from the files."""
+def planetoid_user_files(path: str, name: str | None) -> tuple[str, dict[str, Path]]:
+    """(dataset name, PyG's file name -> file) of a Planetoid-layout folder; the name comes from the files (PyG
+    reads ``ind.<name lower-cased>.*``)."""
     folder = _raw_folder(path, "path")
     found = sorted({m.group(1) for f in folder.iterdir() if (m := re.fullmatch(r"ind\.(.+)\.allx", f.name))})
     dataset = _pick_name(found, name, path, "Planetoid ind.<name>.allx")
@@ -87,18 +88,18 @@ def planetoid_user_files(path: str, name: str | None) -> tuple[str, list[Path]]:
     missing = [f.name for f in files if not f.is_file()]
     if missing:
         raise DatasetNotFoundError(f"path={path!r}: Planetoid dataset {dataset!r} lacks {', '.join(missing)}")
-    return dataset, files
+    return dataset, {f"ind.{dataset.lower()}.{part}": f for part, f in zip(PLANETOID_PARTS, files)}
 
 
-def tu_user_files(path: str, name: str | None) -> tuple[str, list[Path]]:
-    """(dataset name, its ``<NAME>_*.txt`` files) of a TU-layout folder; the name comes from ``<NAME>_A.txt``."""
+def tu_user_files(path: str, name: str | None) -> tuple[str, dict[str, Path]]:
+    """(dataset name, file name -> file) of a TU-layout folder; the name comes from ``<NAME>_A.txt``."""
     folder = _raw_folder(path, "path")
     found = sorted(f.name[: -len("_A.txt")] for f in folder.glob("*_A.txt"))
     dataset = _pick_name(found, name, path, "TU <NAME>_A.txt")
     missing = [f"{dataset}_{part}.txt" for part in TU_REQUIRED if not (folder / f"{dataset}_{part}.txt").is_file()]
     if missing:
         raise DatasetNotFoundError(f"path={path!r}: TU dataset {dataset!r} lacks {', '.join(missing)}")
-    return dataset, sorted(folder.glob(f"{dataset}_*.txt"))
+    return dataset, {f.name: f for f in sorted(folder.glob(f"{dataset}_*.txt"))}
 
 
 def raw_sha256(root: Path, name: str) -> dict[str, str]:
