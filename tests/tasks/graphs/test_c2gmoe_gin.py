@@ -49,8 +49,8 @@ def test_gin0_forward_matches_the_equations_by_hand():
 def test_gin_classifier_learns_to_tell_triangles_from_paths():
     torch.manual_seed(0)
     graphs = []
-    for i in range(16):
-        b = _batch()
+    b = _batch()
+    for _ in range(16):
         graphs += [Data(x=torch.ones(3, 1), edge_index=b[0].edge_index, y=torch.tensor([0]))]
         graphs += [Data(x=torch.ones(4, 1), edge_index=b[1].edge_index, y=torch.tensor([1]))]
     batch = Batch.from_data_list(graphs)

@@ -148,12 +148,10 @@ def test_planetoid_folder_is_read_with_its_shapes_and_sha256(tmp_path, monkeypat
     x, y = write_planetoid(folder)
     dm = PlanetoidDataModule(path=str(folder), normalize_features=False)
     assert dm.model_shapes() == {"in_dim": 12, "num_classes": 3}
-    assert dm.name == "MyGraph" and set(dm.data_sha256()) == {
-        f"ind.mygraph.{p}" for p in ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
-    }
-    assert (
-        dm.data_sha256()["ind.mygraph.graph"] == hashlib.sha256((folder / "ind.MyGraph.graph").read_bytes()).hexdigest()
-    )
+    parts = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+    assert dm.name == "MyGraph" and set(dm.data_sha256()) == {f"ind.mygraph.{p}" for p in parts}  # PyG's names
+    graph_sha = hashlib.sha256((folder / "ind.MyGraph.graph").read_bytes()).hexdigest()
+    assert dm.data_sha256()["ind.mygraph.graph"] == graph_sha
     dm.setup()
     assert torch.equal(dm.data.x, torch.from_numpy(x)) and torch.equal(dm.data.y, torch.from_numpy(y))
     assert (int(dm.data.train_mask.sum()), int(dm.data.val_mask.sum()), int(dm.data.test_mask.sum())) == (20, 500, 80)
