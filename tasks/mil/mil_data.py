@@ -7,7 +7,11 @@ split: the literature reports bag accuracy from 10-fold cross-validation repeate
 Here ``fold`` selects the test fold of :func:`zoo.utils.folds.stratified_fold` (``StratifiedKFold(num_folds,
 shuffle=True, random_state=repeat)``); ``repeat=None`` uses the run's global seed (``seed_everything`` sets
 ``PL_GLOBAL_SEED``), so ``zoo reproduce`` seeds 0..4 are the 5 repeats. Features are standardised with the
-training folds' statistics.
+training folds' statistics (:mod:`zoo_tasks.mil.standardize`).
+
+Your own data: every datamodule takes ``path``, a bag file in any format of :mod:`zoo_tasks.mil.bag_files`
+(``.mat`` in the MIL benchmark layout, ``.npz``, ``.h5``, ``.csv``, UCI ``.data``), read with no catalogue lookup
+or checksum; ``data_sha256()`` gives the sha256 of each file read and ``model_shapes()`` the model's ``in_dim``.
 
 Bad input (labels outside {0, 1}, mixed labels inside a bag, NaN / inf features, an unreadable file) raises
 :class:`zoo.errors.ZooError` / ``ConfigError`` with one line naming the file and the array or column.
@@ -16,8 +20,6 @@ Bad input (labels outside {0, 1}, mixed labels inside a bag, NaN / inf features,
 from __future__ import annotations
 
 import os
-import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,71 +28,14 @@ import torch
 from torch.utils.data import DataLoader
 
 from zoo.data import resolve
+from zoo.data.resolve import sha256_of
 from zoo.errors import ConfigError, ZooError
 from zoo.utils.folds import stratified_fold
+from zoo_tasks.mil.bag_files import KEYS, feature_width, read_bags
+from zoo_tasks.mil.bags import Bags, group_instances
+from zoo_tasks.mil.standardize import fit_transform, standardize_mode
 
-
-@dataclass
-class Bags:
-    """A MIL dataset: ``features[i]`` (n_i, D) float32, ``labels`` (num_bags,) int in {0, 1},
-    ``instance_labels[i]`` (n_i,) int or None, ``names`` the bag ids in file order."""
-
-    features: list[np.ndarray]
-    labels: np.ndarray
-    names: list[str]
-    instance_labels: list[np.ndarray] | None = None
-
-    def __post_init__(self) -> None:
-        if len(self.features) != len(self.labels) or len(self.names) != len(self.labels):
-            raise ZooError("Bags: features, labels and names must have one entry per bag")
-        _check_binary(self.labels)
-        if any(len(f) == 0 for f in self.features):
-            raise ZooError("Bags: every bag needs at least one instance")
-        widths = {f.shape[1] for f in self.features}
-        if len(widths) > 1:
-            raise ZooError(f"Bags: every instance needs the same number of features, got widths {sorted(widths)}")
-        bad = [name for name, f in zip(self.names, self.features) if not np.isfinite(f).all()]
-        if bad:
-            raise ZooError(f"{len(bad)} bag(s) have NaN or infinite features (first: bag {bad[0]!r}); clean the input")
-
-
-def _check_binary(labels: np.ndarray) -> None:
-    values = np.unique(np.asarray(labels))
-    if not set(values.tolist()) <= {0, 1}:
-        shown = ", ".join(str(v) for v in values[:6]) + (", ..." if len(values) > 6 else "")
-        raise ZooError(f"labels must be 0 or 1 (binary MIL), got values {shown}")
-
-
-def group_instances(features: np.ndarray, bag_ids: np.ndarray, labels: np.ndarray) -> Bags:
-    """Group instance rows into bags by ``bag_ids`` (order of first appearance).
-
-    ``labels`` is either per instance (N,) and then constant inside each bag (each instance carries its bag's
-    label, as in MUSK1 / Elephant), or per bag (num_bags,) aligned with the bags' order of first appearance.
-    """
-    features = np.asarray(features, dtype=np.float32)
-    bag_ids = np.asarray(bag_ids).reshape(-1)
-    labels = np.asarray(labels).reshape(-1)
-    if features.ndim != 2 or len(features) != len(bag_ids):
-        raise ZooError(f"features must be (N, D) with N = len(bag_ids); got {features.shape} and {len(bag_ids)}")
-    _check_binary(labels)
-    names, first, inverse = np.unique(bag_ids, return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    groups = [np.flatnonzero(inverse == k) for k in order]
-    if len(labels) == len(bag_ids):
-        bag_labels = []
-        for k, rows in zip(order, groups):
-            values = np.unique(labels[rows])
-            if len(values) != 1:
-                raise ZooError(f"bag {names[k]!r} has instances with different labels {values.tolist()}")
-            bag_labels.append(values[0])
-        bag_labels = np.asarray(bag_labels)
-    elif len(labels) == len(groups):
-        bag_labels = labels
-    else:
-        raise ZooError(
-            f"labels must have one entry per instance ({len(bag_ids)}) or per bag ({len(groups)}), got {len(labels)}"
-        )
-    return Bags([features[rows] for rows in groups], bag_labels.astype(np.int64), [str(names[k]) for k in order])
+__all__ = ["Bags", "group_instances", "collate_bags", "BagDataModule"]
 
 
 def collate_bags(items: list[tuple[np.ndarray, int, np.ndarray | None]]) -> dict[str, torch.Tensor]:
@@ -109,16 +54,25 @@ def collate_bags(items: list[tuple[np.ndarray, int, np.ndarray | None]]) -> dict
 
 
 class BagDataModule(pl.LightningDataModule):
-    """Base class: cross-validation over the bags returned by :meth:`load_bags`, standardisation, padded batches.
+    """Base class: cross-validation over the bags of :meth:`load_bags`, standardisation, padded batches.
 
     Args:
-        data_dir: explicit dataset folder (else ``zoo.data.resolve`` looks in $ZOO_DATA_DIR / $ZOO_DATA_MIRROR).
+        data_dir: explicit dataset folder of a built-in dataset (else ``zoo.data.resolve`` looks in $ZOO_DATA_DIR /
+            $ZOO_DATA_MIRROR).
         fold: test fold index in ``[0, num_folds)``.
         num_folds: number of stratified CV folds over bags.
         repeat: shuffle seed of the CV split; None uses the global seed (``PL_GLOBAL_SEED``, else 0).
         batch_size: bags per training batch (bags are padded; models mask the padding).
-        standardize: z-score features with the training bags' instance mean/std.
+        standardize: ``"zscore"`` (the benchmark records' rule), ``"robust"`` or ``"none"``
+            (:mod:`zoo_tasks.mil.standardize`; ``true`` / ``false`` mean zscore / none); None: robust for a file
+            given by ``path``, else the dataset's own default (``default_standardize``).
+        path: your own bag file (:mod:`zoo_tasks.mil.bag_files`) instead of the built-in dataset; not looked up in
+            the catalogue and not checksum-verified (its sha256 is recorded through :meth:`data_sha256`).
+        clip: bound on |feature| after ``"robust"`` standardisation.
     """
+
+    default_standardize = "zscore"
+    keys = KEYS  # features / bag-id / label array names in a user file
 
     def __init__(
         self,
@@ -127,15 +81,23 @@ class BagDataModule(pl.LightningDataModule):
         num_folds: int = 10,
         repeat: int | None = None,
         batch_size: int = 8,
-        standardize: bool = True,
+        standardize: bool | str | None = None,
+        path: str | None = None,
+        clip: float = 10.0,
     ) -> None:
         super().__init__()
         if num_folds < 2:
             raise ConfigError(f"num_folds must be >= 2, got {num_folds}")
         if batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        if path is not None and data_dir is not None:
+            raise ConfigError("data.path and data.data_dir: give one (path: your bag file; data_dir: a built-in set)")
         self.data_dir, self.fold, self.num_folds = data_dir, fold, num_folds
-        self.repeat, self.batch_size, self.standardize = repeat, batch_size, standardize
+        self.repeat, self.batch_size = repeat, batch_size
+        self.path = Path(path).expanduser() if path is not None else None
+        default = "robust" if self.path is not None else self.default_standardize
+        self.standardize = standardize_mode(default if standardize is None else standardize)
+        self.clip = clip
         self.bags: Bags | None = None
         self.train_idx = self.test_idx = None
         self._path: Path | None = None  # the file the bags come from, once known
@@ -143,7 +105,43 @@ class BagDataModule(pl.LightningDataModule):
         self.val_idx = np.arange(0)
 
     def load_bags(self) -> Bags:
-        raise NotImplementedError
+        """The bags of ``path`` when given, else of the built-in dataset (:meth:`load_builtin`)."""
+        if self.path is not None:
+            self._path = self.path
+            return read_bags(self.path, self.keys)
+        return self.load_builtin()
+
+    def load_builtin(self) -> Bags:
+        raise ConfigError(f"data.path: {type(self).__name__} has no built-in dataset; give the path of a bag file")
+
+    def builtin_file(self) -> Path | None:
+        """The catalogue file the built-in dataset is read from (None when it is not read from a file)."""
+        return None
+
+    def builtin_width(self) -> int:
+        file = self.builtin_file()
+        if file is None:
+            raise ConfigError(f"data.path: {type(self).__name__} has no built-in dataset; give the path of a bag file")
+        return feature_width(file)
+
+    def model_shapes(self) -> dict[str, int]:
+        """``{"in_dim": D}``, the features per instance, from the file's header / array shapes."""
+        try:
+            width = feature_width(self.path, self.keys) if self.path is not None else self.builtin_width()
+        except ZooError as exc:
+            if isinstance(exc, ConfigError) or self.path is None:
+                raise
+            raise type(exc)(f"{self.path}: {exc}") from None
+        return {"in_dim": int(width)}
+
+    def data_sha256(self) -> dict[str, str]:
+        """File name -> sha256 of each file the bags are read from."""
+        if self.path is not None:
+            return {self.path.name: sha256_of(self.path)} if self.path.is_file() else {}
+        file = self.builtin_file()
+        if file is None:
+            return {}
+        return {f"{file.parent.name}/{file.name}": sha256_of(file)}
 
     def source(self) -> str:
         """What the bags are read from, for error messages."""
@@ -159,18 +157,13 @@ class BagDataModule(pl.LightningDataModule):
         try:
             bags = self.load_bags()
         except ZooError as exc:
+            if self.source() in str(exc):
+                raise
             raise type(exc)(f"{self.source()}: {exc}") from None
         num_cv = len(bags.labels) - self.num_val_bags
         self.train_idx, self.test_idx = stratified_fold(bags.labels[:num_cv], self.fold, self.num_folds, self.cv_seed)
         self.val_idx = np.arange(num_cv, len(bags.labels))
-        if self.standardize:
-            train = np.concatenate([bags.features[i] for i in self.train_idx])
-            mean, std = train.mean(0), train.std(0)
-            # Constant features stay constant instead of dividing by zero. The threshold stays 1e-8, the one the
-            # records used: Elephant's constant columns get float32 round-off stds of 1e-8..1e-6 on some folds,
-            # so a larger clamp would change those runs' inputs (to another constant per fold).
-            std[std < 1e-8] = 1.0
-            bags.features = [((f - mean) / std).astype(np.float32) for f in bags.features]
+        bags.features = fit_transform(bags.features, self.train_idx, self.standardize, self.clip)
         self.bags = bags
 
     @property
@@ -191,32 +184,31 @@ class BagDataModule(pl.LightningDataModule):
 
 class MUSK1DataModule(BagDataModule):
     """MUSK1 (Dietterich et al., Artificial Intelligence 1997): 92 molecules (bags; 47 musk) of 476 conformations
-    (instances) with 166 integer features; read from UCI ``clean1.data`` (bag = molecule_name)."""
+    (instances) with 166 integer features; read from UCI ``clean1.data`` (bag = molecule_name). With ``path``, any
+    bag file (e.g. MUSK2's ``clean2.data``, same layout)."""
 
-    def load_bags(self) -> Bags:
-        root = resolve("MIL", path=self.data_dir, files=["MUSK1/clean1.data"])
-        self._path = root / "MUSK1" / "clean1.data"
-        rows = [line.split(",") for line in self._path.read_text().splitlines() if line]
-        if any(len(r) != 169 for r in rows):
+    def builtin_file(self) -> Path:
+        return resolve("MIL", path=self.data_dir, files=["MUSK1/clean1.data"]) / "MUSK1" / "clean1.data"
+
+    def load_builtin(self) -> Bags:
+        self._path = self.builtin_file()
+        bags = read_bags(self._path)
+        if bags.features[0].shape[1] != 166:
             raise ZooError("expected 169 comma-separated columns per row")
-        features = np.array([r[2:168] for r in rows], dtype=np.float32)
-        labels = np.array([float(r[168]) for r in rows]).astype(np.int64)
-        return group_instances(features, np.array([r[0] for r in rows]), labels)
+        return bags
 
 
 class ElephantDataModule(BagDataModule):
     """Elephant (Andrews, Tsochantaridis & Hofmann, NIPS 2002): 200 Corel images (bags; 100 positive) of 1,391
-    segments (instances) with 230 features; read from the MIL-toolbox ``elephant.mat``."""
+    segments (instances) with 230 features; read from the MIL-toolbox ``elephant.mat``. With ``path``, any bag file
+    (e.g. Fox or Tiger ``.mat`` files of the same family)."""
 
-    def load_bags(self) -> Bags:
-        from scipy.io import loadmat
+    def builtin_file(self) -> Path:
+        return resolve("MIL", path=self.data_dir, files=["Elephant/elephant.mat"]) / "Elephant" / "elephant.mat"
 
-        root = resolve("MIL", path=self.data_dir, files=["Elephant/elephant.mat"])
-        self._path = root / "Elephant" / "elephant.mat"
-        x = loadmat(self._path)["x"][0, 0]
-        labels = x["nlab"].ravel().astype(np.int64) - 1
-        bag_ids = x["ident"][0, 0]["milbag"].ravel()
-        return group_instances(np.asarray(x["data"], dtype=np.float32), bag_ids, labels)
+    def load_builtin(self) -> Bags:
+        self._path = self.builtin_file()
+        return read_bags(self._path)
 
 
 class DigitsBagsDataModule(BagDataModule):
@@ -229,8 +221,11 @@ class DigitsBagsDataModule(BagDataModule):
 
     ``num_val_bags`` more bags are drawn the same way, after the ``num_bags`` cross-validated ones and from images
     none of them uses, as validation bags (model selection, ``val_dataloader``); the CV bags and folds do not
-    depend on it. 0 (the benchmark's protocol) means no validation.
+    depend on it. 0 (the benchmark's protocol) means no validation. With ``path``, the bags of that file are used
+    instead (no validation bags).
     """
+
+    default_standardize = "none"
 
     def __init__(
         self,
@@ -243,17 +238,40 @@ class DigitsBagsDataModule(BagDataModule):
         num_folds: int = 10,
         repeat: int | None = None,
         batch_size: int = 8,
-        standardize: bool = False,
+        standardize: bool | str | None = None,
         num_val_bags: int = 0,
+        path: str | None = None,
+        clip: float = 10.0,
     ) -> None:
-        super().__init__(None, fold, num_folds, repeat, batch_size, standardize)
+        super().__init__(
+            fold=fold,
+            num_folds=num_folds,
+            repeat=repeat,
+            batch_size=batch_size,
+            standardize=standardize,
+            path=path,
+            clip=clip,
+        )
         if num_bags < 2 or num_val_bags < 0:
             raise ConfigError(f"data.num_bags must be >= 2 and data.num_val_bags >= 0, got {num_bags}, {num_val_bags}")
+        if path is not None and num_val_bags:
+            raise ConfigError(f"data.num_val_bags: validation bags are drawn from digits, not from data.path ({path})")
         self.num_bags, self.mean_bag_size, self.std_bag_size = num_bags, mean_bag_size, std_bag_size
         self.target_digit, self.bag_seed, self.num_val_bags = target_digit, bag_seed, num_val_bags
 
     def source(self) -> str:
-        return "scikit-learn digits"
+        return str(self.path) if self.path is not None else "scikit-learn digits"
+
+    def builtin_width(self) -> int:
+        return 64
+
+    def data_sha256(self) -> dict[str, str]:
+        if self.path is not None:
+            return super().data_sha256()
+        from importlib.resources import files
+
+        digits = Path(str(files("sklearn.datasets") / "data" / "digits.csv.gz"))
+        return {f"sklearn/{digits.name}": sha256_of(digits)} if digits.is_file() else {}
 
     def _draw(self, rng, count: int, targets: list, others: list, images: np.ndarray, classes: np.ndarray):
         """``count`` bags (half positive) taking images off ``targets`` / ``others``: features, instance labels,
@@ -276,7 +294,7 @@ class DigitsBagsDataModule(BagDataModule):
             instance_labels.append(classes[members])
         return features, instance_labels, labels
 
-    def load_bags(self) -> Bags:
+    def load_builtin(self) -> Bags:
         from sklearn.datasets import load_digits
 
         digits = load_digits()
@@ -300,18 +318,17 @@ class DigitsBagsDataModule(BagDataModule):
 
 
 class FeatureBagsDataModule(BagDataModule):
-    """Bring-your-own instance features (e.g. pre-extracted pathology patch embeddings) from CSV, NPZ or HDF5.
+    """Bring-your-own bags (e.g. pre-extracted pathology patch embeddings, or another MIL benchmark ``.mat``) from
+    any format of :mod:`zoo_tasks.mil.bag_files`: ``.mat``, ``.npz``, ``.h5`` / ``.hdf5``, ``.csv``, ``.data``.
 
-    - ``.npz`` / ``.h5`` / ``.hdf5``: arrays ``features`` (N, D), ``bag_ids`` (N,) and ``labels`` given per
-      instance (N,) or per bag (in order of first appearance of each bag id).
-    - ``.csv``: a header row with columns ``bag_ids`` and ``labels`` (per instance); every other column is a
-      numeric feature.
-    Array / column names can be changed with ``features_key``, ``bag_key`` and ``label_key``.
+    Array / column names of ``.npz`` / ``.h5`` / ``.csv`` / plain ``.mat`` files can be changed with
+    ``features_key``, ``bag_key`` and ``label_key``. Features are standardised robustly unless ``standardize`` says
+    otherwise.
     """
 
     def __init__(
         self,
-        path: str,
+        path: str | None = None,
         features_key: str = "features",
         bag_key: str = "bag_ids",
         label_key: str = "labels",
@@ -319,76 +336,22 @@ class FeatureBagsDataModule(BagDataModule):
         num_folds: int = 10,
         repeat: int | None = None,
         batch_size: int = 8,
-        standardize: bool = True,
+        standardize: bool | str | None = None,
+        clip: float = 10.0,
     ) -> None:
-        super().__init__(None, fold, num_folds, repeat, batch_size, standardize)
-        self.path = Path(path).expanduser()
+        if path is None:
+            raise ConfigError("data.path is required: the .mat / .npz / .h5 / .csv file holding your bags")
+        super().__init__(
+            fold=fold,
+            num_folds=num_folds,
+            repeat=repeat,
+            batch_size=batch_size,
+            standardize=standardize,
+            path=path,
+            clip=clip,
+        )
         self.features_key, self.bag_key, self.label_key = features_key, bag_key, label_key
+        self.keys = (features_key, bag_key, label_key)
 
     def source(self) -> str:
         return str(self.path)
-
-    def load_bags(self) -> Bags:
-        if not self.path.is_file():
-            raise ConfigError(f"data.path: no file at {self.path}")
-        suffix = self.path.suffix.lower()
-        if suffix == ".csv":
-            return self._load_csv()
-        if suffix == ".npz":
-            data = self._load_npz()
-        elif suffix in (".h5", ".hdf5"):
-            data = self._load_h5()
-        else:
-            raise ConfigError(f"data.path: unsupported file type {suffix!r} (use .csv, .npz, .h5)")
-        keys = {"features_key": self.features_key, "bag_key": self.bag_key, "label_key": self.label_key}
-        for arg, key in keys.items():
-            if key not in data:
-                raise ConfigError(f"no array {key!r} (data.{arg}); arrays in the file: {sorted(data)}")
-        feats = data[self.features_key]
-        if feats.dtype.kind not in "biuf":
-            raise ZooError(f"array {self.features_key!r} must be numeric, got dtype {feats.dtype}")
-        bag_ids = data[self.bag_key]
-        if bag_ids.dtype.kind == "S":
-            bag_ids = bag_ids.astype(str)
-        return group_instances(feats, bag_ids, data[self.label_key])
-
-    def _load_csv(self) -> Bags:
-        import pandas as pd
-
-        try:
-            frame = pd.read_csv(self.path)
-        except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-            raise ZooError(f"not a readable CSV file ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
-        for arg, key in (("bag_key", self.bag_key), ("label_key", self.label_key)):
-            if key not in frame.columns:
-                raise ConfigError(f"no column {key!r} (data.{arg}); columns: {list(frame.columns)[:10]}")
-        feats = frame.drop(columns=[self.bag_key, self.label_key])
-        text = [c for c in feats.columns if not pd.api.types.is_numeric_dtype(feats[c])]
-        if text:
-            raise ZooError(f"feature column(s) {text[:5]} are not numeric")
-        return group_instances(feats.to_numpy(np.float32), frame[self.bag_key].to_numpy(), frame[self.label_key])
-
-    def _load_npz(self) -> dict[str, np.ndarray]:
-        with open(self.path, "rb") as fh:
-            if fh.read(4) != b"PK\x03\x04":  # else numpy would try to unpickle it and suggest allow_pickle=True
-                raise ZooError("not a readable .npz file (not a zip archive of .npy arrays)")
-        try:
-            with np.load(self.path, allow_pickle=False) as arrays:
-                return {k: arrays[k] for k in arrays.files}
-        except ValueError as exc:  # numpy's message here proposes allow_pickle=True: never load pickles from data
-            if "pickle" in str(exc):
-                raise ZooError(
-                    "not a numeric .npz archive (it holds pickled Python objects, which are not loaded)"
-                ) from None
-            raise ZooError(f"not a readable .npz file ({exc})") from None
-        except (OSError, EOFError, zipfile.BadZipFile) as exc:
-            raise ZooError(f"not a readable .npz file ({type(exc).__name__}: {exc})") from None
-
-    def _load_h5(self) -> dict[str, np.ndarray]:
-        import h5py
-
-        try:
-            with h5py.File(self.path, "r") as fh:
-                return {k: fh[k][()] for k in fh.keys() if isinstance(fh[k], h5py.Dataset)}
-        except OSError as exc:
-            raise ZooError(f"not a readable HDF5 file ({str(exc).splitlines()[0]})") from None

@@ -76,6 +76,9 @@ class MILModule(pl.LightningModule):
     ``router`` is the ``zoo.moe`` router name of the mixture; MAMMOTH's Soft-MoE slots are their own router, so
     only ``"soft"`` applies (any other name, or ``router_kwargs``, raises ConfigError).
 
+    ``in_dim=None`` means "from the data": ``zoo fit`` fills it from the datamodule's ``model_shapes()``, and a
+    model built without it takes the datamodule's feature width in :meth:`setup` (the layers are built then).
+
     Batches are dicts from :mod:`zoo_tasks.mil.mil_data`: ``x`` (B, N, in_dim), ``mask`` (B, N), ``y`` (B,).
     Logs ``train/loss``, ``val/{loss,acc,auc}`` when the datamodule has validation bags, and ``test/{loss,acc,auc}``
     (bag level). Steps return ``{"loss": ..., "routing": {"projection": Routing}}`` for the routing-stats callback.
@@ -88,7 +91,7 @@ class MILModule(pl.LightningModule):
 
     def __init__(
         self,
-        in_dim: int,
+        in_dim: int | None = None,
         aggregator: str = "abmil",
         projection: str = "linear",
         dim: int = 128,
@@ -113,26 +116,33 @@ class MILModule(pl.LightningModule):
         _check_router(router, router_kwargs)
         if encoder not in ENCODERS:
             raise ConfigError(f"unknown encoder {encoder!r}; valid: {', '.join(ENCODERS)}")
-        if encoder == "digits_cnn" and in_dim != 64:
-            raise ConfigError(f"model.encoder 'digits_cnn' reads flattened 8x8 images: in_dim must be 64, got {in_dim}")
-        self.encoder = DigitsEncoder() if encoder == "digits_cnn" else None
-        feat_dim = DigitsEncoder.out_dim if self.encoder is not None else in_dim
-        moe_args = dict(num_experts=num_experts, num_slots=num_slots, num_heads=num_heads, slot_dim=slot_dim)
-        if projection == "linear":
-            self.projection = nn.Sequential(nn.Linear(feat_dim, dim), nn.ReLU(), nn.Dropout(dropout))
-        elif projection == "mammoth":
-            self.projection = Mammoth(feat_dim, dim, rank=rank, dropout=dropout, **moe_args)
-        else:
-            from zoo_tasks.mil.mammoth_pkg import PackageMammoth
-
-            self.projection = PackageMammoth(feat_dim, dim, dropout=dropout, **moe_args)
-        self.aggregator = make_aggregator(aggregator, dim, dropout=aggregator_dropout)
+        if in_dim is not None:
+            self._build(in_dim)  # here, so parameters are created in the same order (same RNG draws) as always
         self.test_acc, self.test_auc = BinaryAccuracy(), BinaryAUROC()
         self.val_acc, self.val_auc = BinaryAccuracy(), BinaryAUROC()
         self._epoch_start = 0.0
         self._epoch_times: list[float] = []
         self._plot_batch: dict[str, Tensor] | None = None
         self._plot_path: str | None = None
+
+    def _build(self, in_dim: int) -> None:
+        """The encoder, projection and aggregator for ``in_dim`` features per instance."""
+        hp = self.hparams
+        if hp.encoder == "digits_cnn" and in_dim != 64:
+            raise ConfigError(f"model.encoder 'digits_cnn' reads flattened 8x8 images: in_dim must be 64, got {in_dim}")
+        self.encoder = DigitsEncoder() if hp.encoder == "digits_cnn" else None
+        feat_dim = DigitsEncoder.out_dim if self.encoder is not None else in_dim
+        moe_args = {k: hp[k] for k in ("num_experts", "num_slots", "num_heads", "slot_dim")}
+        if hp.projection == "linear":
+            self.projection = nn.Sequential(nn.Linear(feat_dim, hp.dim), nn.ReLU(), nn.Dropout(hp.dropout))
+        elif hp.projection == "mammoth":
+            self.projection = Mammoth(feat_dim, hp.dim, rank=hp.rank, dropout=hp.dropout, **moe_args)
+        else:
+            from zoo_tasks.mil.mammoth_pkg import PackageMammoth
+
+            self.projection = PackageMammoth(feat_dim, hp.dim, dropout=hp.dropout, **moe_args)
+        self.aggregator = make_aggregator(hp.aggregator, hp.dim, dropout=hp.aggregator_dropout)
+        hp.in_dim = in_dim  # saved with checkpoints, so a model built from the data reloads
 
     def forward(self, x: Tensor, mask: Tensor) -> MILOutput:
         """(B, N, in_dim), (B, N) bool -> :class:`MILOutput` (bag logits (B,), instance scores, routing, dispatch)."""
@@ -157,6 +167,10 @@ class MILModule(pl.LightningModule):
 
     def setup(self, stage: str) -> None:
         width = getattr(getattr(self.trainer, "datamodule", None), "in_dim", None)
+        if self.hparams.in_dim is None:
+            if width is None:
+                raise ConfigError("model.in_dim is not set and the datamodule does not give the feature width: set it")
+            self._build(width)
         if width is not None and width != self.hparams.in_dim:
             raise ConfigError(
                 f"model.in_dim is {self.hparams.in_dim} but the bags have {width} features per instance: "

@@ -4,6 +4,8 @@ real MUSK1, and one clear line for each kind of bad input through ``zoo fit`` (f
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -151,7 +153,7 @@ BAD_INPUTS = {
     "labels outside 0/1": (".npz", _bad_labels, "labels must be 0 or 1"),
     "mixed labels in a bag": (".h5", _mixed_labels, "different labels"),
     "NaN features": (".npz", _nan_features, "NaN"),
-    "feature width != in_dim": (".npz", _wrong_width, "model.in_dim is 4 but the bags have 3"),
+    "feature width != in_dim": (".npz", _wrong_width, r"in_dim is 4 (in the config )?but the (bags|data) ha(s|ve) 3"),
     "corrupt .npz": (".npz", _garbage, "not a readable .npz"),
     "corrupt .h5": (".h5", _garbage, "not a readable HDF5"),
     "pickled .npz": (".npz", _pickled, "pickled"),
@@ -170,12 +172,13 @@ def test_bad_bag_input_is_one_line_naming_the_file(case, tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)
     config = get_task("mammoth").config_path("features.yaml")
     args = ["fit", "--config", str(config), "--data.init_args.path", str(path)]
-    args += ["--model.init_args.in_dim", "4", "--model.init_args.projection", "linear", "--model.init_args.dim", "8"]
+    args += ["--model.init_args.in_dim", "4"] if "in_dim" in case else []  # else read from the file
+    args += ["--model.init_args.projection", "linear", "--model.init_args.dim", "8"]
     args += ["--data.init_args.num_folds", "2", "--trainer.max_epochs", "1", "--trainer.logger", "false"]
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("zoo: error:"), err
-    assert needle in err[0] and "Traceback" not in err[0] and "allow_pickle" not in err[0]
+    assert re.search(needle, err[0]) and "Traceback" not in err[0] and "allow_pickle" not in err[0]
     if "in_dim" not in case:
         assert str(path) in err[0]
 
