@@ -47,3 +47,15 @@ def test_missing_dataset_in_a_real_task(zoo_env, tmp_path, monkeypatch):
         "download failed",
         "github.com/zhouhaoyi/ETDataset",
     )
+
+
+def test_config_error_raised_in_a_model_init_is_its_own_line(zoo_env, tmp_path):
+    """jsonargparse wraps what a class's __init__ raises ("Does not validate against any of the Union subtypes");
+    the user sees the task's ConfigError line, not the wrapper."""
+    config = REPO / "configs" / "scalemoe" / "scalemoe_output.yaml"
+    args = ["fit", "--config", str(config), "--model.init_args.router", "expert_choice"]
+    out = run_zoo([*args, "--trainer.default_root_dir", "run"], zoo_env, tmp_path)
+    _assert_short_error(out, "router 'expert_choice' cannot route", "routers that apply")
+    assert "Union subtypes" not in out.stderr
+    errors = [line for line in out.stderr.splitlines() if line.startswith("zoo: error:")]
+    assert len(errors) == 1, out.stderr[-2000:]

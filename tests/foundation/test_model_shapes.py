@@ -4,6 +4,8 @@ datamodule without the method. The filled value is what ``config.yaml`` saves an
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import pytorch_lightning as pl
 import torch
@@ -30,6 +32,9 @@ class PlainData(pl.LightningDataModule):
 class ShapeData(PlainData):
     def model_shapes(self) -> dict[str, int]:
         return {"in_dim": self.width, "channels_the_model_lacks": 3}
+
+    def data_sha256(self) -> dict[str, str]:
+        return {"rows.npy": "0" * 64}
 
 
 class ShapeModel(pl.LightningModule):
@@ -78,6 +83,8 @@ def test_shape_filled_from_the_data_and_saved(tmp_path, monkeypatch):
     assert cli.model.hparams.in_dim == 6  # the checkpoint's hyper-parameters hold it too
     assert _saved_config(tmp_path)["model"]["init_args"]["in_dim"] == 6
     assert cli.trainer.global_step == 2
+    (meta,) = (tmp_path / "run").rglob("run_fit.json")  # the data's provenance is recorded with the run
+    assert json.loads(meta.read_text())["data_sha256"] == {"rows.npy": "0" * 64}
     # a resume with the same config (in_dim still unset) is the same run: the filled shape matches the saved one
     last = tmp_path / "run" / "checkpoints" / "last.ckpt"
     resumed = _cli(
@@ -107,5 +114,7 @@ def test_datamodule_without_the_method_changes_nothing(tmp_path, monkeypatch):
     cli = _cli(tmp_path, "PlainData", "--data.init_args.width", "6", "--model.init_args.in_dim", "6")
     assert cli.model.net[0].in_features == 6
     assert _saved_config(tmp_path)["model"]["init_args"]["in_dim"] == 6
+    (meta,) = (tmp_path / "run").rglob("run_fit.json")
+    assert "data_sha256" not in json.loads(meta.read_text())
     with pytest.raises(ConfigError, match="in_dim: not set"):  # nothing filled it in
         _cli(tmp_path, "PlainData", "--trainer.default_root_dir", str(tmp_path / "other"))
