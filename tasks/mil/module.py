@@ -166,7 +166,7 @@ class MILModule(pl.LightningModule):
         return MILOutput(logits, scores, routing, dispatch)
 
     def setup(self, stage: str) -> None:
-        width = getattr(getattr(self.trainer, "datamodule", None), "in_dim", None)
+        width = getattr(getattr(self._trainer, "datamodule", None), "in_dim", None)
         if self.hparams.in_dim is None:
             if width is None:
                 raise ConfigError("model.in_dim is not set and the datamodule does not give the feature width: set it")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import pytorch_lightning as pl
 import torch
 
@@ -57,6 +58,8 @@ def test_reproduce_one_row_through_the_cli(data_mirror, tmp_path):
     assert set(record.metrics) >= {"test/acc", "test/auc"}
     assert record.fold == 3 and record.reduced
     assert record.config["data"]["init_args"]["fold"] == 3
+    assert record.config["model"]["init_args"]["in_dim"] == 166  # the config leaves it to the data, as recorded
+    assert record.config["data"]["init_args"]["standardize"] == "zscore"  # the records' rule, pinned
     assert record.extra["rank"] >= 1 and (tmp_path / "run").is_dir()
     assert record.extra["dispatch_plot"].endswith("dispatch.png")
     assert Path(record.extra["dispatch_plot"]).stat().st_size > 1000
@@ -89,3 +92,28 @@ def test_main_job_config_validates_keeps_the_best_checkpoint_and_tests(tmp_path,
     row = next(r for r in spec.benchmark if r.dataset == "Digits-bags")
     protocol = dict(zip(row.overrides[::2], row.overrides[1::2]))
     assert protocol["--data.init_args.num_val_bags"] == "0" and protocol["--trainer.enable_checkpointing"] == "false"
+
+
+def test_in_dim_none_builds_the_model_from_the_datamodule_as_an_explicit_in_dim_does(tmp_path):
+    """Without ZooCLI (which fills in_dim from model_shapes()), a model with in_dim=None builds its layers at setup
+    from the datamodule's feature width; the checkpointed hyper-parameters hold that width."""
+    import numpy as np
+
+    from zoo.errors import ConfigError
+    from zoo_tasks.mil.mil_data import FeatureBagsDataModule
+
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(12), 3)
+    np.savez(tmp_path / "b.npz", features=rng.normal(size=(36, 5)), bag_ids=ids, labels=ids % 2)
+    data = FeatureBagsDataModule(str(tmp_path / "b.npz"), num_folds=3, batch_size=4)
+    small = dict(aggregator="mean", projection="mammoth", dim=8, num_experts=2, num_slots=2, num_heads=2, slot_dim=4)
+    torch.manual_seed(0)
+    explicit = MILModule(in_dim=5, rank=2, plot_bags=0, **small)
+    torch.manual_seed(0)
+    inferred = MILModule(in_dim=None, rank=2, plot_bags=0, **small)
+    trainer = pl.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    trainer.fit(inferred, data)
+    assert inferred.hparams.in_dim == 5
+    assert list(inferred.state_dict()) == list(explicit.state_dict())  # same keys, in the same order
+    with pytest.raises(ConfigError, match="model.in_dim is not set"):
+        MILModule(in_dim=None, plot_bags=0, **small).setup("fit")
