@@ -49,6 +49,9 @@ def data_init_args(configs: list[str], overrides: list[str]) -> dict[str, Any]:
     from zoo.cli.lightning_cli import ZooCLI
 
     class _ParseOnly(ZooCLI):
+        def _set_seed(self) -> None:
+            pass
+
         def instantiate_classes(self) -> None:
             pass
 
