@@ -78,7 +78,7 @@ def _row(method: str, dataset: str) -> BenchmarkRow:
 
 C2GMOE = TaskSpec(
     name="c2gmoe",
-    description="C2GMoE graph MoE (contrastive routing + confidence-aware fusion) vs GCN/GAT/GMoE on Cora and TU",
+    description="C2GMoE graph MoE (contrastive routing + confidence fusion) vs GCN/GAT/GIN/GMoE on Cora and TU",
     model="zoo_tasks.graphs.module:NodeClassifier",
     models={"node": "zoo_tasks.graphs.module:NodeClassifier", "graph": "zoo_tasks.graphs.module:GraphClassifier"},
     datamodules={"planetoid": "zoo_tasks.graphs.data:PlanetoidDataModule", "tu": "zoo_tasks.graphs.data:TUDataModule"},
