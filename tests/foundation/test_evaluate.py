@@ -14,7 +14,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from zoo.cli.evaluate import evaluate_main, evaluation_name
-from zoo.cli.main import HELP
+from zoo.cli.main import HELP, main
 from zoo.errors import ConfigError
 
 
@@ -143,6 +143,18 @@ def test_seeds_only_without_folds_and_folds_refused(tmp_path, monkeypatch, capsy
     assert all(r["config"]["model"]["init_args"]["lr"] == 0.1 for r in _results(base).values())
     with pytest.raises(ConfigError, match="--folds 5: .*no `fold`"):
         evaluate_main(["--config", config, "--folds", "5"])
+    # through the `zoo` command: the same refusal is one line and exit code 2
+    assert main(["evaluate", "--config", config, "--folds", "5"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_folds_option_sets_num_folds(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["evaluate", "--config", _config(tmp_path, "FoldData"), "--seeds", "0", "--folds", "2"]) == 0
+    (base,) = (tmp_path / "runs" / "evaluate").iterdir()
+    results = _results(base)
+    assert sorted(results) == ["seed0__fold0", "seed0__fold1"]
+    assert {r["config"]["data"]["init_args"]["num_folds"] for r in results.values()} == {2}
 
 
 def test_evaluate_is_in_zoo_help():
