@@ -19,6 +19,7 @@ errors -- and fixes them with
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
@@ -227,12 +228,13 @@ class C2GMoE(nn.Module):
         log_probs, weights = confidence_fusion(expert_log_probs, routing, conf)
 
         aux = {"balance": unweighted_aux(routing, "cv_squared")}
-        aux_loss = weighted_aux_loss(routing, self.aux_weights)
+        aux_weights = self.aux_weights
         if self.training and self.contrastive_weight > 0:
             clusters = self.cluster(h_route.detach())
             aux["contrastive"] = group_contrastive_routing_loss(routing.router_probs(), clusters, self.temperature)
-            # weighted here: zoo.moe.weighted_aux_loss only takes the zoo.moe loss names (AUX_NAMES)
-            aux_loss = aux_loss + self.contrastive_weight * aux["contrastive"]
+            routing = replace(routing, aux={**routing.aux, "contrastive": aux["contrastive"]})
+            aux_weights = {**aux_weights, "contrastive": self.contrastive_weight}
+        aux_loss = weighted_aux_loss(routing, aux_weights)
         return GraphModelOutput(
             log_probs,
             aux_loss,

@@ -58,3 +58,16 @@ def test_errors_name_the_valid_choices():
         weighted_aux_loss(r, {"erc": 1.0})
     assert float(weighted_aux_loss(r, {"erc": 0.0, "sparsity": 0.0})) == 0.0  # zero weights are skipped
     assert set(LOSSES) < set(AUX_NAMES) and "erc" in AUX_NAMES
+
+
+def test_a_task_loss_attached_to_the_routing_is_weighted_by_the_same_function():
+    from dataclasses import replace
+
+    torch.manual_seed(0)
+    _, r = MoE(8, 12, 4, top_k=2)(torch.randn(10, 8))
+    own = r.router_probs().pow(2).mean()
+    with pytest.raises(ConfigError, match="contrastive"):
+        weighted_aux_loss(r, {"contrastive": 1.0})  # not attached: unknown here
+    tagged = replace(r, aux={**r.aux, "contrastive": own})
+    loss = weighted_aux_loss(tagged, {"load_balance": 0.5, "contrastive": 0.1})
+    assert torch.equal(loss, torch.zeros(()) + 0.5 * r.aux["load_balance"] + 0.1 * own)

@@ -2,8 +2,9 @@
 
 Names: the plain loss functions of a `Routing` in ``zoo.moe.LOSSES`` ("load_balance", "z", "cv_squared",
 "entropy"), losses a router attaches to ``routing.aux`` ("sparsity", "dirichlet_kl" from the Dirichlet router;
-every router also attaches "load_balance" and "z"), and "erc", which needs the layer's router rows and experts
-and so is passed in precomputed (``MoE.aux_loss`` does this).
+every router also attaches "load_balance" and "z") or a task attaches there (a method's own routing loss, e.g. a
+contrastive routing term, so it is weighted by this same function), and "erc", which needs the layer's router rows
+and experts and so is passed in precomputed (``MoE.aux_loss`` does this).
 """
 
 from __future__ import annotations
@@ -20,12 +21,17 @@ ROUTER_AUX = ("sparsity", "dirichlet_kl")  # produced by routers themselves (Dir
 AUX_NAMES: tuple[str, ...] = (*LOSSES, "erc", *ROUTER_AUX)
 
 
-def check_aux_weights(weights: Mapping[str, float] | None, key: str = "aux_weights") -> dict[str, float]:
-    """A plain dict copy of ``weights``; raises ConfigError naming unknown names and the valid ones."""
+def check_aux_weights(
+    weights: Mapping[str, float] | None, key: str = "aux_weights", extra: Sequence[str] = ()
+) -> dict[str, float]:
+    """A plain dict copy of ``weights``; raises ConfigError naming unknown names and the valid ones.
+
+    ``extra``: names a task adds beside ``AUX_NAMES`` (losses it attaches to ``routing.aux`` itself)."""
     weights = dict(weights or {})
-    unknown = sorted(set(weights) - set(AUX_NAMES))
+    valid = set(AUX_NAMES) | set(extra)
+    unknown = sorted(set(weights) - valid)
     if unknown:
-        raise ConfigError(f"{key}: unknown aux loss {unknown}; valid: {', '.join(sorted(AUX_NAMES))}")
+        raise ConfigError(f"{key}: unknown aux loss {unknown}; valid: {', '.join(sorted(valid))}")
     return weights
 
 
@@ -56,7 +62,6 @@ def weighted_aux_loss(
     Raises ConfigError for an unknown name (listing the valid ones), a name this router does not produce, or a
     missing ``erc``.
     """
-    weights = check_aux_weights(weights)
     if isinstance(routings, Routing):
         layers = [routings]
     elif isinstance(routings, Mapping):
@@ -65,6 +70,7 @@ def weighted_aux_loss(
         layers = list(routings)
     if not layers:
         raise ValueError("weighted_aux_loss needs at least one Routing")
+    weights = check_aux_weights(weights, extra=[name for r in layers for name in r.aux])
     first = layers[0].logits
     total = first.new_zeros((), dtype=first.dtype if first.is_floating_point() else None)
     for name, w in weights.items():
