@@ -61,9 +61,9 @@ def run_identity(config: Any, run: str) -> dict[str, Any]:
 
 
 def check_identity(saved: dict[str, Any] | None, current: dict[str, Any], path: Path, fitting: bool) -> None:
-    """Refuse, in one line, a checkpoint whose model class (and, when fitting, the model's settings, the data class
-    or the data settings other than how it is loaded) differ from the current run's. Checkpoints written before
-    zoo stored this (``saved`` None) pass."""
+    """Refuse, in one line, a checkpoint whose model class (and, when fitting, the model's settings that this run
+    states, the data class or the data settings other than how it is loaded) differ from the current run's.
+    Checkpoints written before zoo stored this (``saved`` None) pass."""
     if not saved:
         return
     what = "resume from" if fitting else "load"
@@ -90,7 +90,11 @@ def check_identity(saved: dict[str, Any] | None, current: dict[str, Any], path: 
         differ += [
             f"{part}.init_args.{k} is {old.get(k)!r} there, {new.get(k)!r} here"
             for k in sorted(set(old) | set(new))
-            if k not in ignored and old.get(k) != new.get(k)
+            if k not in ignored
+            and old.get(k) != new.get(k)
+            # a model arg this config leaves None comes from the data (model_shapes) or the checkpoint's own
+            # hyper-parameters, which Lightning puts into the config on resume: nothing to contradict
+            and not (part == "model" and new.get(k) is None)
         ]
     if differ:
         raise ConfigError(

@@ -81,7 +81,6 @@ class ZooCLI(LightningCLI):
         self._versions_before: set[Path] = set()
         self._set_env = False
         self._ckpt_shapes: tuple[Path, dict] | None = None
-        self._saved_identity: tuple[dict | None, Path, bool] | None = None
         self._run_key = ""
         self._start = time.perf_counter()
         try:
@@ -117,8 +116,7 @@ class ZooCLI(LightningCLI):
         ckpt = self._resolve_checkpoint(subcommand, config.get("ckpt_path"), Path(root) if root else None)
         if ckpt is not None:
             loaded = load_checkpoint(ckpt)
-            # checked once the model's shapes are read from the data (instantiate_classes), as they were saved
-            self._saved_identity = (loaded.get(IDENTITY_KEY), ckpt, subcommand == "fit")
+            check_identity(loaded.get(IDENTITY_KEY), run_identity(config, self._run_key), ckpt, subcommand == "fit")
             shapes = {k: tuple(v.shape) for k, v in loaded["state_dict"].items() if hasattr(v, "shape")}
             self._ckpt_shapes = (ckpt, shapes)
             del loaded
@@ -231,9 +229,6 @@ class ZooCLI(LightningCLI):
     def instantiate_classes(self) -> None:
         config = self._subconfig()
         datamodule = self._datamodule_with_shapes(config)
-        if self._saved_identity is not None:
-            saved, ckpt, fitting = self._saved_identity
-            check_identity(saved, run_identity(config, self._run_key), ckpt, fitting)
         if datamodule is not None:  # built already: the parser takes it instead of building another
             prebuilt = [datamodule]
 
