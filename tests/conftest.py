@@ -10,9 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-# re-exported for test files not yet moved to ``from zoo_testing import ...``
-from zoo_testing import REPO, TOY_PLUGIN, _mirror, need_dataset, run_zoo  # noqa: E402, F401
+from zoo_testing import REPO, TOY_PLUGIN, mirror
 
 
 @pytest.fixture(autouse=True)
@@ -31,10 +29,10 @@ def _one_thread():
 def data_mirror() -> Path:
     """The read-only mirror of real datasets (``$ZOO_DATA_MIRROR``, else ``shared/datasets`` beside the checkout);
     tests needing it skip, saying why, without it."""
-    mirror = _mirror()
-    if mirror is None:
+    found = mirror()
+    if found is None:
         pytest.skip("no dataset mirror: set ZOO_DATA_MIRROR or put shared/datasets beside the checkout")
-    return mirror
+    return found
 
 
 @pytest.fixture(scope="session")
@@ -73,7 +71,7 @@ def zoo_env(plugin_site, tmp_path) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(plugin_site), str(REPO), env.get("PYTHONPATH", "")])
     env["ZOO_CACHE_DIR"] = str(tmp_path / "cache")
     env.setdefault("OMP_NUM_THREADS", "1")
-    mirror = _mirror()
-    if mirror:
-        env["ZOO_DATA_MIRROR"] = str(mirror)
+    found = mirror()
+    if found:
+        env["ZOO_DATA_MIRROR"] = str(found)
     return env

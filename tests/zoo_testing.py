@@ -22,9 +22,6 @@ def mirror() -> Path | None:
     return found.resolve() if found is not None and found.is_dir() else None
 
 
-_mirror = mirror  # the older name
-
-
 def need_dataset(name: str, files=None) -> Path:
     """The folder of dataset ``name`` as ``zoo.data.resolve`` finds it (no download); skips the test, naming the
     places tried, when this machine does not have it."""

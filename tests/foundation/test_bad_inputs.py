@@ -9,7 +9,7 @@ from collections import namedtuple
 
 import pytest
 import torch
-from conftest import run_zoo
+from zoo_testing import run_zoo
 
 from zoo.callbacks import atomic_checkpoint
 from zoo.callbacks.atomic_checkpoint import atomic_save

@@ -2,7 +2,7 @@
 jsonargparse usage wall, no traceback, no run folder left behind (issue 16 item 4)."""
 
 import pytest
-from conftest import REPO
+from zoo_testing import REPO
 
 from zoo.cli.main import main
 

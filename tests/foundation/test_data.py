@@ -89,7 +89,7 @@ def test_writable_copy_links_files_and_keeps_the_mirror_untouched(clean_env, dat
 
 def test_library_and_tests_share_one_mirror_rule(monkeypatch, tmp_path):
     """With no variable set the mirror beside the checkout is used by `resolve` as by the test fixture."""
-    from conftest import REPO, _mirror
+    from zoo_testing import REPO, mirror
 
     from zoo.data.resolve import data_mirror
 
@@ -98,7 +98,7 @@ def test_library_and_tests_share_one_mirror_rule(monkeypatch, tmp_path):
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
     beside = REPO.parent / "shared" / "datasets"
     assert data_mirror() == (beside if beside.is_dir() else None)
-    assert _mirror() == (beside.resolve() if beside.is_dir() else None)
+    assert mirror() == (beside.resolve() if beside.is_dir() else None)
     if not (beside / "ETT-small" / "ETTh1.csv").is_file():
         pytest.skip(f"no ETT-small in a mirror beside the checkout ({beside})")
     assert resolve("ETT-small", files=["ETTh1.csv"], download=False) == beside / "ETT-small"

@@ -5,7 +5,7 @@ dataset (with its checksums) and `zoo bench` program: adding it touches no file 
 import sys
 
 import pytest
-from conftest import REPO, run_zoo
+from zoo_testing import REPO, run_zoo
 
 import zoo.data.catalog as catalog
 import zoo.registry as registry

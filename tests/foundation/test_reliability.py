@@ -9,7 +9,7 @@ import sys
 import time
 
 import torch
-from conftest import run_zoo
+from zoo_testing import run_zoo
 
 
 def _final_run_info(run_dir):

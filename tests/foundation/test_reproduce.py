@@ -3,7 +3,7 @@ numbers beside ours."""
 
 import json
 
-from conftest import run_zoo
+from zoo_testing import run_zoo
 
 
 def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):

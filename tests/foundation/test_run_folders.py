@@ -7,7 +7,7 @@ import shlex
 import subprocess
 import sys
 
-from conftest import REPO, TOY_PLUGIN, run_zoo
+from zoo_testing import REPO, TOY_PLUGIN, run_zoo
 
 TOY_CONFIG = (TOY_PLUGIN / "zoo_toy" / "configs" / "digits.yaml").read_text()
 

@@ -4,7 +4,7 @@ claim dies with its holder."""
 import subprocess
 import sys
 
-from conftest import run_zoo
+from zoo_testing import run_zoo
 
 from zoo.cli.run_lock import RunLock
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, _mirror
+from zoo_testing import REPO, mirror
 
 BUILT_INS = ("c2gmoe", "mammoth", "scalemoe", "seer")
 SOURCES = ("pyproject.toml", "README.md", "zoo", "tasks", "configs")  # what the build reads
@@ -93,12 +93,12 @@ def test_installed_zoo_lists_every_builtin_from_the_wheel(wheel_site, scratch):
 def test_installed_zoo_fits_a_builtin_task(wheel_site, scratch):
     """``--task mammoth`` (MUSK1, verified with the wheel's checksums) when the mirror is there, else the digit
     bags shipped inside scikit-learn, through the installed config."""
-    mirror = _mirror()
-    if mirror is not None:
+    found_mirror = mirror()
+    if found_mirror is not None:
         task = ["--task", "mammoth"]
     else:
         task = ["--config", str(wheel_site / "zoo_tasks" / "configs" / "mammoth" / "digits.yaml")]
-    env = {"ZOO_DATA_MIRROR": str(mirror)} if mirror else {}
+    env = {"ZOO_DATA_MIRROR": str(found_mirror)} if found_mirror else {}
     args = ["-m", "zoo.cli.main", "fit", *task, "--trainer.fast_dev_run", "true", "--trainer.default_root_dir", "run"]
     out = _run(wheel_site, scratch, *args, env=env)
     assert out.returncode == 0, out.stderr[-3000:]

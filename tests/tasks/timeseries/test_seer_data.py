@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, run_zoo
+from zoo_testing import REPO, run_zoo
 
 from zoo.errors import ConfigError
 from zoo_tasks.timeseries.data import ForecastingDataModule, WindowDataset, read_series, split_borders

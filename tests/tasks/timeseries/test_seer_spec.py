@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import REPO
+from zoo_testing import REPO
 
 from zoo.registry import get_task
 from zoo_tasks.timeseries.spec import DATA, DATASETS, HORIZONS, METHODS, SEER
