@@ -47,6 +47,7 @@ from zoo.errors import ConfigError
 from zoo.moe import LayerSummary, Routing, RoutingSummary, require_router, routing_summary, weighted_aux_loss
 from zoo.moe.weighting import check_aux_weights
 from zoo.nn.running_mean_std import RunningMeanStd
+from zoo.utils.figures import pyplot, save_figure
 from zoo_tasks.rl.networks import GATE, GATE_NEEDS, check_architecture, check_moe_settings, make_actor, make_critic
 from zoo_tasks.rl.replay import Batch, ReplayBuffer
 
@@ -437,11 +438,7 @@ class SACAgent(pl.LightningModule):
         out = self._out_dir()
         if not self.eval_history or out is None:
             return None
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
+        plt = pyplot()
         steps, returns = zip(*self.eval_history)
         fig, ax = plt.subplots(figsize=(5, 3.2))
         ax.plot(steps, returns, marker="o")
@@ -452,12 +449,7 @@ class SACAgent(pl.LightningModule):
             ylim=(0, 1000),
         )
         ax.grid(alpha=0.3)
-        fig.tight_layout()
-        os.makedirs(out, exist_ok=True)
-        path = os.path.join(out, "returns.png")
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        return path
+        return save_figure(fig, os.path.join(out, "returns.png"), dpi=100)
 
     def parameter_counts(self) -> dict[str, int]:
         """Total and per-state active parameters of actor and critic (one critic of the ensemble)."""

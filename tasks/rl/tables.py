@@ -11,6 +11,7 @@ import json
 from zoo.leaderboard.record import results_dir
 from zoo.leaderboard.render import fmt_value
 from zoo.leaderboard.targets import Verdict
+from zoo.utils.figures import pyplot, save_figure
 
 SPEED_TARGET = 0.7
 
@@ -130,11 +131,7 @@ def _bench_lines(latest: dict[int, tuple[str, dict]]) -> list[str]:
 
 def plot_curves(records, path) -> None:
     """One panel per task: ``val/return`` against environment steps for every recorded run."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     tasks = sorted({r.dataset for r in records if r.extra.get("eval_curve")})
     fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.5), squeeze=False)
     for ax, task in zip(axes[0], tasks):
@@ -144,9 +141,7 @@ def plot_curves(records, path) -> None:
         ax.set(title=task, xlabel="environment steps", ylabel="mean return (10 episodes)", ylim=(0, 1000))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path, dpi=100)
 
 
 if __name__ == "__main__":
