@@ -104,15 +104,19 @@ def check_identity(saved: dict[str, Any] | None, current: dict[str, Any], path: 
 
 def check_state_dict(theirs: dict[str, tuple], model: Any, path: Path) -> None:
     """One line instead of Lightning's state-dict traceback when the checkpoint's weights (``theirs``: name ->
-    shape) do not fit the model. Models with lazily shaped parameters are not checked."""
+    shape) do not fit the model. Models with lazily shaped parameters are not checked, and a model that builds
+    layers in its own ``setup()`` (which runs later, inside ``trainer.fit``/``test``) is not refused for weights
+    it does not hold yet: only its missing and reshaped ones count."""
+    import pytorch_lightning as pl
     from torch.nn.parameter import is_lazy
 
     state = model.state_dict()
     if any(is_lazy(v) for v in state.values()):
         return
+    builds_in_setup = isinstance(model, pl.LightningModule) and type(model).setup is not pl.LightningModule.setup
     mine = {k: tuple(v.shape) for k, v in state.items() if hasattr(v, "shape")}
     missing = sorted(set(mine) - set(theirs))
-    unexpected = sorted(set(theirs) - set(mine))
+    unexpected = [] if builds_in_setup else sorted(set(theirs) - set(mine))
     reshaped = sorted(k for k in set(mine) & set(theirs) if mine[k] != theirs[k])
     if not (missing or unexpected or reshaped):
         return

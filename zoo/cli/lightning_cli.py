@@ -246,7 +246,9 @@ class ZooCLI(LightningCLI):
 
     # -- the trainer -------------------------------------------------------------------------------------------
     def _instantiate_trainer(self, config: dict[str, Any], callbacks: list[pl.Callback]) -> pl.Trainer:
-        present = [type(c) for c in (config.get("callbacks") or []) + callbacks]
+        given = config.get("callbacks")
+        given = [] if given is None else given if isinstance(given, list) else [given]  # one callback, or a list
+        present = [type(c) for c in given + callbacks]
         root = Path(config.get("default_root_dir") or os.getcwd())
         runs.ensure_writable(root)
         monitor = getattr(self.model, "checkpoint_monitor", None)
