@@ -92,3 +92,14 @@ def test_the_section_shows_each_verdict(met, mark):
     lines = targets_section([AtLeast("moe", "A", "test/acc", value)], table)
     assert lines[0] == "## Targets" and lines[-2].endswith(f"| {mark} |")
     assert targets_section([], table) == []
+
+
+def test_within_of_published_reads_negative_published_values_the_right_way_round():
+    rows = (BenchmarkRow("dense", "A", "x.yaml", published={"test/return": -100.0}),)
+    recs = [_rec("dense", "A", -105.0, metric="test/return")]
+    table = _table(recs, rows, higher=("test/return",))
+    assert WithinOfPublished("dense", "test/return", 0.10).verdicts(table)[0].met is True  # 5% below
+    recs = [_rec("dense", "A", -50.0, metric="test/return")]  # better than published: met
+    assert WithinOfPublished("dense", "test/return", 0.10).verdicts(_table(recs, rows, ("test/return",)))[0].met
+    zero = (BenchmarkRow("dense", "A", "x.yaml", published={"test/return": 0.0}),)
+    assert WithinOfPublished("dense", "test/return", 0.10).verdicts(_table(recs, zero, ("test/return",))) == []

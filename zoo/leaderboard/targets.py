@@ -133,9 +133,9 @@ class WithinOfPublished:
         for ds in table.datasets:
             published = table.published(self.method, ds, self.metric)
             ours = table.mean(self.method, ds, self.metric)
-            if published is None or math.isnan(ours):
-                continue
-            gap = ours / published - 1
+            if published is None or published == 0 or math.isnan(ours):
+                continue  # a relative gap to 0 means nothing
+            gap = (ours - published) / abs(published)  # signed: > 0 is above the published value
             ok = gap >= -self.within if self.metric in table.higher else gap <= self.within
             n = table.count(self.method, ds, self.metric)
             target = f"{self.method} within {self.within:.0%} of published"
