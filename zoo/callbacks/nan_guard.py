@@ -47,12 +47,16 @@ class NaNGuard(pl.Callback):
         self._batch = None  # do not keep the batch alive between steps
 
     def on_before_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule, loss: torch.Tensor) -> None:
-        if torch.isfinite(loss.detach()).all():
+        finite = bool(torch.isfinite(loss.detach()).all())
+        # under DDP a NaN in one process's shard must stop every process, or the others hang in the all-reduce
+        if not trainer.strategy.reduce_boolean_decision(not finite, all=False):
             return
         where = f"at global step {trainer.global_step} (epoch {trainer.current_epoch}, batch {self._batch_idx})"
         kept = " The last good checkpoint is kept" + (
             f" in {trainer.checkpoint_callback.dirpath}." if trainer.checkpoint_callback else "."
         )
+        if finite:
+            raise NonFiniteLossError(f"another process's loss is not finite {where}; stopped.{kept}")
         bad_inputs = nonfinite_inputs(self._batch)
         if bad_inputs:
             raise NonFiniteLossError(

@@ -38,7 +38,9 @@ class PeriodicCheckpoint(pl.Callback):
         self._last_save = time.monotonic()
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs, batch, idx) -> None:
-        if time.monotonic() - self._last_save < self.every_s:
+        due = time.monotonic() - self._last_save >= self.every_s
+        # every process must save at the same step (the save ends in a barrier): rank 0's clock decides
+        if not trainer.strategy.broadcast(due, src=0):
             return
         callback = trainer.checkpoint_callback
         if not isinstance(callback, ModelCheckpoint) or callback.dirpath is None:
