@@ -39,3 +39,13 @@ def run_zoo(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 30
     return subprocess.run(
         [sys.executable, "-m", "zoo.cli.main", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
     )
+
+
+def make_record(task: str, method: str, dataset: str, metrics: dict[str, float], seed: int = 0, fold=None, **fields):
+    """A `zoo.leaderboard.record.RunRecord` with placeholder provenance, for tests of tables and targets."""
+    from zoo.leaderboard.record import RunRecord
+
+    base = dict(config={}, versions={}, wall_time_s=1.0, commit="", machine={})
+    return RunRecord(
+        task=task, method=method, dataset=dataset, metrics=metrics, seed=seed, fold=fold, **{**base, **fields}
+    )

@@ -4,27 +4,17 @@ printed before (6 of 15 for accuracy, 10 of 15 for AUC)."""
 
 from __future__ import annotations
 
-from zoo.leaderboard.record import RunRecord, read_records
+from zoo_testing import make_record
+
+from zoo.leaderboard.record import read_records
 from zoo.leaderboard.results_table import ResultTable
 from zoo.leaderboard.targets import ImprovesOnFraction
 from zoo.registry import get_task
 from zoo_tasks.mil.spec import AGGREGATORS, method_name
 
 
-def _record(method: str, dataset: str, seed: int, fold: int, acc: float) -> RunRecord:
-    return RunRecord(
-        task="mammoth",
-        method=method,
-        dataset=dataset,
-        metrics={"test/acc": acc},
-        seed=seed,
-        config={},
-        versions={},
-        wall_time_s=1.0,
-        commit="",
-        machine={},
-        fold=fold,
-    )
+def _record(method: str, dataset: str, seed: int, fold: int, acc: float):
+    return make_record("mammoth", method, dataset, {"test/acc": acc}, seed=seed, fold=fold)
 
 
 def test_targets_pair_each_aggregator_with_and_without_mammoth():

@@ -3,7 +3,8 @@ dense twin; zoo_tasks.rl.tables judges the speed target on the newest benchmark 
 
 import json
 
-from zoo.leaderboard.record import RunRecord
+from zoo_testing import make_record
+
 from zoo.leaderboard.results_table import ResultTable
 from zoo.leaderboard.targets import targets_section
 from zoo_tasks.rl.spec import SCALEMOE
@@ -12,18 +13,7 @@ TASK = "cartpole-swingup @50k, critic 128"
 
 
 def _rec(method, ret, seed):
-    return RunRecord(
-        task="scalemoe",
-        method=method,
-        dataset=TASK,
-        metrics={"test/return": ret},
-        seed=seed,
-        config={},
-        versions={},
-        wall_time_s=1.0,
-        commit="",
-        machine={},
-    )
+    return make_record("scalemoe", method, TASK, {"test/return": ret}, seed=seed)
 
 
 def test_declared_targets_judge_means_over_seeds():
