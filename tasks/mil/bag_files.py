@@ -36,12 +36,17 @@ def _suffix(path: Path) -> str:
     return suffix
 
 
-def read_bags(path: Path, keys: tuple[str, str, str] = KEYS) -> Bags:
-    """The bags in ``path``; ``keys`` name the features / bag-id / label arrays (or CSV columns)."""
+def _existing(path: Path) -> tuple[Path, str]:
+    """``path`` as a Path and its format suffix; one error line for a missing file or an unknown format."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"data.path: no file at {path}")
-    suffix = _suffix(path)
+    return path, _suffix(path)
+
+
+def read_bags(path: Path, keys: tuple[str, str, str] = KEYS) -> Bags:
+    """The bags in ``path``; ``keys`` name the features / bag-id / label arrays (or CSV columns)."""
+    path, suffix = _existing(path)
     if suffix == ".csv":
         return _read_csv(path, keys)
     if suffix == ".data":
@@ -58,10 +63,7 @@ def read_bags(path: Path, keys: tuple[str, str, str] = KEYS) -> Bags:
 
 def feature_width(path: Path, keys: tuple[str, str, str] = KEYS) -> int:
     """D, the number of features per instance in ``path``, from headers and shapes where the format has them."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"data.path: no file at {path}")
-    suffix = _suffix(path)
+    path, suffix = _existing(path)
     if suffix == ".csv":
         with open(path, encoding="utf-8", errors="replace") as fh:
             return len(fh.readline().strip().split(",")) - 2
