@@ -1,0 +1,1 @@
+"""DyGMoCE task plugin: dynamic-graph link prediction (DyGLib protocol) with curvature-aware expert mixtures."""

@@ -1,0 +1,1 @@
+"""SPHERE task plugin: continual RL on a MetaWorld task sequence with PPO and an MoE actor."""

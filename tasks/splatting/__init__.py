@@ -1,0 +1,1 @@
+"""MoE-GS task plugin: dynamic Gaussian splatting with heterogeneous deformation experts."""
