@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import os
 import platform
 import subprocess
@@ -77,46 +75,6 @@ def git_commit(root: Path | None = None) -> str:
     if head.returncode != 0:
         return ""
     return head.stdout.strip() + ("+dirty" if dirty_sources(root) else "")
-
-
-def _package_dir(module: str) -> Path | None:
-    """The folder of the package holding ``module`` (``pkg.domain.spec`` -> ``pkg/domain/``; a top-level
-    package is its own folder)."""
-    package = module.rpartition(".")[0] or module
-    try:
-        found = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        return None
-    if found is None:
-        return None
-    if found.submodule_search_locations:
-        return Path(next(iter(found.submodule_search_locations)))
-    return Path(found.origin).parent if found.origin else None
-
-
-def _tree_files(folder: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in folder.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")
-    )
-
-
-@cache
-def source_hash(module: str) -> str:
-    """sha256 over the sorted (relative path, bytes) of every file of ``zoo/`` and of the package holding
-    ``module`` (a task's spec module, e.g. ``<tasks>.mil.spec`` -> ``tasks/mil/``): two records with the same value
-    were made by the same code, whatever the commit says. Records store it as ``source_hash``."""
-    digest = hashlib.sha256()
-    folders = [("zoo", Path(__file__).resolve().parent)]
-    task = _package_dir(module)
-    if task is not None and task.resolve() != folders[0][1]:
-        folders.append((module.split(".")[0] + ":" + task.name, task.resolve()))
-    for label, folder in folders:
-        for path in _tree_files(folder):
-            rel = f"{label}/{path.relative_to(folder).as_posix()}"
-            digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
 
 
 @cache

@@ -111,7 +111,7 @@ def _read_result(run_dir: Path) -> dict | None:
 
 def evaluate_one(args: list[str], seed: int, fold: int | None, run_dir: Path) -> dict:
     """Fit then test one (seed, fold) with ``zoo reproduce``'s machinery; its result (written to ``result.json``)."""
-    from zoo.cli.reproduce import fit_and_test
+    from zoo.cli.fit_test import fit_and_test
     from zoo.runinfo import git_commit, machine, package_versions
 
     run_args = [*args, "--seed_everything", str(seed)]

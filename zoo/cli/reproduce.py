@@ -9,21 +9,17 @@ the others while it is held. ``--quick`` adds each row's ``quick_overrides`` (a 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from zoo.cli.fit_test import fit_and_test, last_checkpoint
 from zoo.cli.run_lock import RunLock
+from zoo.code_closure import source_hash
 from zoo.errors import ConfigError
 from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, results_dir, write_record
 from zoo.leaderboard.render import render_index, render_task
-from zoo.registry import BenchmarkRow, TaskSpec, discover, get_task, repository_root
-from zoo.runinfo import dirty_sources, git_commit, machine, package_versions, source_hash
+from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
+from zoo.runinfo import dirty_sources, git_commit, machine, package_versions
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,68 +52,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--leaderboard", type=Path, default=None, help="leaderboard folder (default: the repo's)")
     p.add_argument("--runs", type=Path, default=None, help="folder for logs and checkpoints (default: runs/)")
     return p
-
-
-def _last_checkpoint(run_dir: Path) -> Path:
-    """The checkpoint a killed run resumes from."""
-    return run_dir / "checkpoints" / "last.ckpt"
-
-
-@dataclass
-class FitTest:
-    """What one fit-then-test run gives: test metrics, the resolved config, extra results and timing."""
-
-    metrics: dict[str, float]
-    config: dict
-    extra: dict
-    wall_time_s: float
-    routing: dict
-    tested: str  # "best" or "last": the weights the test metrics come from
-
-
-def fit_and_test(args: list[str], run_dir: Path) -> FitTest:
-    """Build ``ZooCLI(args)`` writing into ``run_dir``, fit (resuming ``run_dir``'s ``last.ckpt`` when a killed run
-    left one), then test the best checkpoint when the model names a monitor, else the last weights. Shared by
-    ``zoo reproduce`` and ``zoo evaluate``."""
-    from zoo.callbacks.run_metadata import RunMetadata, data_sha256
-    from zoo.cli.lightning_cli import ZooCLI
-
-    args = [*args, "--trainer.default_root_dir", str(run_dir)]
-    start = time.perf_counter()
-    argv, sys.argv = sys.argv, sys.argv[:1]  # LightningCLI warns when given both args and a command line
-    try:
-        cli = ZooCLI(args=args, run=False)
-    finally:
-        sys.argv = argv
-    trainer, model = cli.trainer, cli.model
-    last = _last_checkpoint(run_dir)
-    resumed = last.exists()
-    trainer.fit(model, datamodule=cli.datamodule, ckpt_path=str(last) if resumed else None, weights_only=True)
-    # time spent before a restart, as the resumed checkpoint says (work lost after that checkpoint is not counted)
-    prior = next((cb.prior_s for cb in trainer.callbacks if isinstance(cb, RunMetadata)), 0.0)
-    best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
-    use_best = bool(getattr(model, "checkpoint_monitor", None) and best)
-    trainer.test(
-        model, datamodule=cli.datamodule, ckpt_path="best" if use_best else None, verbose=False, weights_only=True
-    )
-    metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/") and v.numel() == 1}
-    extra = model.extra_results() if hasattr(model, "extra_results") else {}
-    extra["resumed_from_checkpoint"] = resumed
-    extra["wall_time_before_resume_s"] = round(prior, 2)
-    hashes = data_sha256(cli.datamodule)
-    if hashes:
-        extra["data_sha256"] = hashes
-    dirty = dirty_sources()
-    if dirty:
-        extra["dirty_files"] = dirty[:50]
-    return FitTest(
-        metrics=metrics,
-        config=yaml.safe_load(cli.parser.dump(cli.config, skip_none=False)),
-        extra=extra,
-        wall_time_s=round(time.perf_counter() - start + prior, 2),
-        routing=_routing_summary(trainer),
-        tested="best" if use_best else "last",
-    )
 
 
 def row_args(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quick: bool) -> list[str]:
@@ -154,24 +88,9 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
         note=("quick smoke settings; " if quick else "") + row.note,
         extra=result.extra,
         routing=result.routing,
-        # equal source hashes: made by the same task and zoo code (the commit alone can be dirty or not hold it)
-        source_hash=source_hash(_spec_module(spec)),
+        # equal source hashes: made by the same code (the commit alone can be dirty or not hold it)
+        source_hash=source_hash(result.config),
     )
-
-
-def _spec_module(spec: TaskSpec) -> str:
-    """The module that defines the task's spec (its entry point), whose package is the task's code."""
-    target = next((load.target for load in discover() if load.name == spec.name), spec.model)
-    return target.partition(":")[0]
-
-
-def _routing_summary(trainer) -> dict:
-    """What the routing-stats callback wrote for this run (``routing_summary.json`` in its log folder), or {}."""
-    path = Path(trainer.log_dir or trainer.default_root_dir) / "routing_summary.json"
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path) -> str:
@@ -181,7 +100,7 @@ def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path
     lock = RunLock(run_dir)
     if lock.held_elsewhere():
         line += f"  (running: {lock.holder()})"
-    elif _last_checkpoint(run_dir).exists():
+    elif last_checkpoint(run_dir).exists():
         line += "  (resumes from last.ckpt)"
     return line
 
