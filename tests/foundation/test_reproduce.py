@@ -38,6 +38,17 @@ def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
     assert rec["extra"]["wall_time_before_resume_s"] == 0
     assert len(rec["source_hash"]) == 64
 
+    # a killed run's folder holding another model's checkpoint (the row's config changed) is refused, not resumed
+    runs = tmp_path / "runs" / "reproduce" / "toy"
+    stale = runs / "moe__digits__seed0" / "checkpoints"
+    stale.mkdir(parents=True)
+    (stale / "last.ckpt").write_bytes((runs / "dense__digits__seed0" / "checkpoints" / "last.ckpt").read_bytes())
+    refused = run_zoo([*args, "--only", "moe", "--allow-dirty"], zoo_env, tmp_path)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "num_experts" in refused.stderr and f"delete {stale.parent}" in refused.stderr
+    assert not (board / "results" / "toy" / "moe__digits__seed0.json").exists()
+    (stale / "last.ckpt").unlink()
+
     again = run_zoo([*args, "--dry-run"], zoo_env, tmp_path)
     assert "2 runs to do (3 in the benchmark, 1 recorded)" in again.stdout
     assert "dense / digits" not in again.stdout

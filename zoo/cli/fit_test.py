@@ -52,6 +52,8 @@ def fit_and_test(args: list[str], run_dir: Path) -> FitTest:
     trainer, model = cli.trainer, cli.model
     last = last_checkpoint(run_dir)
     resumed = last.exists()
+    if resumed:
+        check_resumable(last, trainer, run_dir)
     trainer.fit(model, datamodule=cli.datamodule, ckpt_path=str(last) if resumed else None, weights_only=True)
     # time spent before a restart, as the resumed checkpoint says (work lost after that checkpoint is not counted)
     prior = next((cb.prior_s for cb in trainer.callbacks if isinstance(cb, RunMetadata)), 0.0)
@@ -78,6 +80,23 @@ def fit_and_test(args: list[str], run_dir: Path) -> FitTest:
         routing=routing_summary(trainer),
         tested="best" if use_best else "last",
     )
+
+
+def check_resumable(last: Path, trainer, run_dir: Path) -> None:
+    """Refuse, in one line, to resume a checkpoint left in ``run_dir`` by a run of another model, data or
+    settings (the row's config changed since that run was killed): resuming it would record a mixture."""
+    from zoo.callbacks.run_identity import IDENTITY_KEY, RunIdentity
+    from zoo.cli.checkpoint_check import check_identity, load_checkpoint
+    from zoo.errors import ConfigError
+
+    current = next((cb.identity for cb in trainer.callbacks if isinstance(cb, RunIdentity)), None)
+    loaded = load_checkpoint(last, flag="resume")
+    try:
+        if current is not None:
+            check_identity(loaded.get(IDENTITY_KEY), current, last, fitting=True)
+    except ConfigError as exc:
+        reason = str(exc).split(": ", 1)[-1].split("; ")[0]
+        raise ConfigError(f"{last}: {reason}; delete {run_dir} to run this row afresh") from None
 
 
 def routing_summary(trainer) -> dict:
