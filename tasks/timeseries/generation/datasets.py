@@ -1,0 +1,18 @@
+"""The multi-domain generation corpus, registered through ``TaskSpec.catalog``; sha256 sums in ``checksums/``.
+
+``ts-corpus`` is the mirror's folder of real series from many domains (see its README and each folder's
+SOURCE.md); only the files the domain recipes of :mod:`zoo_tasks.timeseries.generation.corpus` read are listed.
+ETT-small and weather are SEER's catalog entries (``zoo_tasks.timeseries.datasets``), read under their names.
+"""
+
+from __future__ import annotations
+
+from zoo.data.catalog import DatasetSpec
+
+DATASETS = (
+    DatasetSpec(
+        "ts-corpus",
+        "assembled from public repositories, one SOURCE.md per folder (no single download)",
+        package=__package__,
+    ),
+)
