@@ -1,0 +1,243 @@
+"""The DroneDINO datamodule: task-homogeneous batches of RGB, IR and RGB-IR drone images (no mmdet needed).
+
+Tasks and their data (``tasks`` chooses; see ``readers`` for the formats, ``splits`` for the splits):
+- ``ir``: HIT-UAV (thermal, 640x512 grey, read as 3 equal channels), split by image-id ranges;
+- ``rgb``: DroneViewVehicle-RGB (640x640, ``car``), split by frame order;
+- ``rgbir``: DroneVehicle when ``dronevehicle_dir`` is given (its own train/val/test folders), else a
+  SYNTHETIC paired set (``synthetic_pairs`` images, split by order): the two-stream path's training test, no benchmark.
+
+Every class name maps into one label space, ``CLASSES``, so one detector serves all tasks (``num_classes = 8``).
+Images are resized to ``image_size`` x ``image_size`` (aspect not kept; boxes scaled per axis; predictions are
+mapped back with ``scale``). A batch holds one task (the sampler interleaves tasks by ``mix``):
+
+    {"images": (B, 3, S, S) uint8, "ir": (B, 3, S, S) uint8 or None (rgbir only), "boxes": [(N_i, 4) float32 xyxy
+     in resized pixels], "labels": [(N_i,) long], "task": str, "task_id": int, "image_ids": [int],
+     "orig_sizes": [(h, w)], "scale": [(sx, sy)]}
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from zoo.data import resolve
+from zoo.errors import ConfigError
+from zoo_tasks.detection import readers
+from zoo_tasks.detection.samples import TASKS, Sample
+from zoo_tasks.detection.splits import by_id_range, by_order, check_split
+
+CLASSES = ("person", "car", "bicycle", "other_vehicle", "truck", "bus", "van", "freight_car")
+_CANONICAL = {"Person": "person", "Car": "car", "Bicycle": "bicycle", "OtherVehicle": "other_vehicle"}
+TASK_DATASETS = {"ir": "HIT-UAV", "rgb": "DroneViewVehicle-RGB", "rgbir": "synthetic RGB-IR pairs (SYNTHETIC)"}
+
+
+def class_index(name: str) -> int:
+    return CLASSES.index(_CANONICAL.get(name, name))
+
+
+def check_tasks(tasks: list[str]) -> list[str]:
+    if not tasks:
+        raise ConfigError(f"data.tasks is empty; valid tasks: {', '.join(TASKS)}")
+    for t in tasks:
+        if t not in TASKS:
+            raise ConfigError(f"data.tasks: unknown task {t!r}; valid: {', '.join(TASKS)}")
+    if len(set(tasks)) != len(tasks):
+        raise ConfigError(f"data.tasks lists a task twice: {tasks}")
+    return list(tasks)
+
+
+def load_image(image: Path | np.ndarray, crop: tuple[int, int, int, int] | None = None) -> np.ndarray:
+    """(H, W, 3) uint8; grey images are replicated to 3 channels."""
+    if isinstance(image, np.ndarray):
+        return image
+    with Image.open(image) as im:
+        im = im.convert("RGB")
+        if crop is not None:
+            im = im.crop(crop)
+        return np.asarray(im)
+
+
+def _resize(pixels: np.ndarray, size: int) -> torch.Tensor:
+    if pixels.shape[0] != size or pixels.shape[1] != size:
+        pixels = np.asarray(Image.fromarray(pixels).resize((size, size), Image.BILINEAR))
+    return torch.from_numpy(np.array(pixels, dtype=np.uint8)).permute(2, 0, 1)  # a writable copy
+
+
+class DetectionImages(Dataset):
+    """Samples of several tasks, resized to ``size``; item = one image's dict (see the module docstring)."""
+
+    def __init__(self, samples: list[Sample], size: int):
+        self.samples, self.size = samples, size
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, i: int) -> dict:
+        s = self.samples[i]
+        sx, sy = self.size / s.width, self.size / s.height
+        boxes = torch.from_numpy(s.boxes * np.float32([sx, sy, sx, sy])).reshape(-1, 4)
+        return {
+            "image": _resize(load_image(s.image, s.crop), self.size),
+            "ir": None if s.ir_image is None else _resize(load_image(s.ir_image, s.crop), self.size),
+            "boxes": boxes,
+            "labels": torch.tensor([class_index(n) for n in s.labels], dtype=torch.long),
+            "task": s.task,
+            "image_id": s.image_id,
+            "orig_size": (s.height, s.width),
+            "scale": (sx, sy),
+        }
+
+
+def collate(items: list[dict]) -> dict:
+    tasks = {it["task"] for it in items}
+    if len(tasks) != 1:
+        raise ValueError(f"a detection batch holds one task, got {sorted(tasks)}")
+    task = tasks.pop()
+    return {
+        "images": torch.stack([it["image"] for it in items]),
+        "ir": torch.stack([it["ir"] for it in items]) if items[0]["ir"] is not None else None,
+        "boxes": [it["boxes"] for it in items],
+        "labels": [it["labels"] for it in items],
+        "task": task,
+        "task_id": TASKS.index(task),
+        "image_ids": [it["image_id"] for it in items],
+        "orig_sizes": [it["orig_size"] for it in items],
+        "scale": [it["scale"] for it in items],
+    }
+
+
+class TaskBatchSampler(Sampler[list[int]]):
+    """Batches of one task each. ``groups``: task -> dataset indices. Training (``shuffle``): each epoch has as
+    many batches as the groups' natural total; task t gets the share ``mix[t] / sum(mix)`` of them (drawn with
+    replacement where a task needs more images than it has: the imbalanced mixes), in a seeded random order.
+    Evaluation: every image once, in order, no batch dropped."""
+
+    def __init__(self, groups: dict[str, list[int]], batch_size: int, shuffle: bool, mix: dict[str, float] | None,
+                 seed: int = 0):
+        self.groups, self.batch_size, self.shuffle, self.seed, self.epoch = groups, batch_size, shuffle, seed, 0
+        self.mix = {t: float((mix or {}).get(t, len(ix))) for t, ix in groups.items()}
+        if any(w < 0 for w in self.mix.values()) or sum(self.mix.values()) <= 0:
+            raise ConfigError(f"data.mix weights must be >= 0 with a positive sum, got {mix}")
+
+    def _counts(self) -> dict[str, int]:
+        total = sum(math.ceil(len(ix) / self.batch_size) for ix in self.groups.values())
+        norm = sum(self.mix.values())
+        return {t: round(total * w / norm) for t, w in self.mix.items()}
+
+    def __len__(self) -> int:
+        if not self.shuffle:
+            return sum(math.ceil(len(ix) / self.batch_size) for ix in self.groups.values())
+        return sum(self._counts().values())
+
+    def __iter__(self):
+        if not self.shuffle:
+            for ix in self.groups.values():
+                for k in range(0, len(ix), self.batch_size):
+                    yield ix[k : k + self.batch_size]
+            return
+        rng = np.random.default_rng(self.seed + self.epoch)
+        self.epoch += 1
+        batches = []
+        for t, n_batches in self._counts().items():
+            ix = np.asarray(self.groups[t])
+            need = n_batches * self.batch_size
+            order = np.concatenate([rng.permutation(ix) for _ in range(max(1, math.ceil(need / len(ix))))])[:need]
+            batches += [order[k : k + self.batch_size].tolist() for k in range(0, need, self.batch_size)]
+        for b in rng.permutation(len(batches)):
+            yield batches[b]
+
+
+class DroneDetectionDataModule(pl.LightningDataModule):
+    """RGB / IR / RGB-IR drone detection (see the module docstring).
+
+    Args:
+        tasks: subset of ``("rgb", "ir", "rgbir")``.
+        image_size: square input side in pixels.
+        batch_size: images per (single-task) batch.
+        mix: task -> relative share of the training batches (e.g. ``{"ir": 4, "rgb": 1}``); default: the
+            tasks' image counts.
+        max_images: cap per task and split (the first images of the split: quick runs and tests).
+        hit_uav_dir, rgb_dir: explicit dataset folders (else ``zoo.data.resolve``, sha256-verified).
+        dronevehicle_dir: a DroneVehicle folder (``train/``, ``val/``, ``test/``) for the ``rgbir`` task; without
+            it ``rgbir`` uses ``synthetic_pairs`` SYNTHETIC pairs of side ``image_size``.
+    """
+
+    def __init__(self, tasks: list[str] | None = None, image_size: int = 320, batch_size: int = 4,
+                 mix: dict[str, float] | None = None, max_images: int | None = None, hit_uav_dir: str | None = None,
+                 rgb_dir: str | None = None, dronevehicle_dir: str | None = None, synthetic_pairs: int = 64,
+                 num_workers: int = 0, seed: int = 0):
+        super().__init__()
+        self.tasks = check_tasks(tasks or ["ir", "rgb"])
+        for t in mix or {}:
+            if t not in self.tasks:
+                raise ConfigError(f"data.mix names task {t!r}, which is not in data.tasks={self.tasks}")
+        self.image_size, self.batch_size, self.mix, self.max_images = image_size, batch_size, mix, max_images
+        self.hit_uav_dir, self.rgb_dir, self.dronevehicle_dir = hit_uav_dir, rgb_dir, dronevehicle_dir
+        self.synthetic_pairs, self.num_workers, self.seed = synthetic_pairs, num_workers, seed
+        self._cache: dict[tuple[str, str], list[Sample]] = {}
+
+    def model_shapes(self) -> dict[str, int]:
+        return {"num_classes": len(CLASSES)}
+
+    def dataset_name(self, task: str) -> str:
+        if task == "rgbir" and self.dronevehicle_dir is not None:
+            return "DroneVehicle"
+        return TASK_DATASETS[task]
+
+    def samples(self, task: str, split: str) -> list[Sample]:
+        """The checked samples of ``task`` in ``split`` (cached)."""
+        key = (task, check_split(split))
+        if key not in self._cache:
+            if task == "ir":
+                root = resolve("HIT-UAV", path=self.hit_uav_dir)
+                found = by_id_range(readers.read_hit_uav(root), split)
+            elif task == "rgb":
+                root = resolve("DroneViewVehicle-RGB", path=self.rgb_dir)
+                stems = (root / "selected_stems.txt").read_text().split()
+                found = by_order(readers.read_yolo_folder(root, ("car",), "rgb", stems=stems), split)
+            elif self.dronevehicle_dir is not None:
+                found = readers.read_dronevehicle(Path(self.dronevehicle_dir), split)
+            else:
+                found = by_order(readers.synthetic_pairs(self.synthetic_pairs, self.image_size, seed=1234), split)
+            self._cache[key] = found[: self.max_images] if self.max_images else found
+        return self._cache[key]
+
+    def _loader(self, split: str, shuffle: bool) -> DataLoader:
+        samples, groups = [], {}
+        for t in self.tasks:
+            part = self.samples(t, split)
+            if not part:
+                raise ConfigError(f"task {t!r} has no images in split {split!r}")
+            groups[t] = list(range(len(samples), len(samples) + len(part)))
+            samples += part
+        sampler = TaskBatchSampler(groups, self.batch_size, shuffle, self.mix if shuffle else None, self.seed)
+        return DataLoader(DetectionImages(samples, self.image_size), batch_sampler=sampler, collate_fn=collate,
+                          num_workers=self.num_workers)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("val", shuffle=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", shuffle=False)
+
+
+class LLVIPPairs(Dataset):
+    """The 45 unlabelled aligned LLVIP RGB + IR pairs resized to ``size`` (inference path of the two-stream model)."""
+
+    def __init__(self, size: int = 320, data_dir: str | None = None):
+        self.images = DetectionImages(readers.read_llvip_pairs(resolve("LLVIP-pairs", path=data_dir)), size)
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, i: int) -> dict:
+        return self.images[i]

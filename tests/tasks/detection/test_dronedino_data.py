@@ -1,0 +1,145 @@
+"""DroneDINO data: readers on the mirror, the three input checks, the splits, task-homogeneous batches."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from zoo.data.resolve import data_mirror
+from zoo.errors import ConfigError, DatasetNotFoundError
+from zoo_tasks.detection import readers
+from zoo_tasks.detection.data import CLASSES, DroneDetectionDataModule, LLVIPPairs, TaskBatchSampler
+from zoo_tasks.detection.splits import HIT_UAV_RANGES, by_id_range, by_order
+
+
+def _mirror(name: str) -> Path:
+    root = data_mirror()
+    if root is None or not (root / name).is_dir():
+        pytest.skip(f"{name} is not in the data mirror (set ZOO_DATA_MIRROR)")
+    return root / name
+
+
+def _yolo_folder(tmp_path: Path, lines: list[str], size=(64, 48), image=True) -> Path:
+    (tmp_path / "images").mkdir()
+    (tmp_path / "labels").mkdir()
+    if image:
+        Image.new("RGB", size).save(tmp_path / "images" / "f_1.jpg")
+    (tmp_path / "labels" / "f_1.txt").write_text("\n".join(lines))
+    return tmp_path
+
+
+def test_hit_uav_reader_and_id_range_split():
+    samples = readers.read_hit_uav(_mirror("HIT-UAV"))
+    assert len(samples) == 579
+    assert sum(len(s.boxes) for s in samples) == 4811 - 31  # DontCare boxes dropped
+    parts = {split: by_id_range(samples, split) for split in HIT_UAV_RANGES}
+    assert [len(p) for p in parts.values()] == [405, 58, 116]
+    ids = [{s.image_id for s in p} for p in parts.values()]
+    assert not (ids[0] & ids[1]) and not (ids[1] & ids[2]) and not (ids[0] & ids[2])
+    assert max(ids[0]) < min(ids[1]) and max(ids[1]) < min(ids[2])
+
+
+def test_drone_view_vehicle_split_keeps_frame_order():
+    root = _mirror("DroneViewVehicle-RGB")
+    stems = (root / "selected_stems.txt").read_text().split()
+    samples = readers.read_yolo_folder(root, ("car",), stems=stems)
+    assert len(samples) == 349 and sum(len(s.boxes) for s in samples) == 1630
+    train, val, test = (by_order(samples, split) for split in ("train", "val", "test"))
+    assert [s.name for s in train + val + test] == stems  # contiguous blocks, never shuffled
+    assert (len(train), len(val), len(test)) == (244, 35, 70)
+    assert all((s.boxes >= 0).all() and (s.boxes[:, 2] <= s.width).all() for s in samples)  # 1-px overshoot clipped
+
+
+def test_box_outside_image_is_one_config_error(tmp_path):
+    root = _yolo_folder(tmp_path, ["0 0.95 0.5 0.3 0.2"])  # x_max = 0.95 + 0.15 > 1 by 6 px
+    with pytest.raises(ConfigError, match="box outside the 64x48 image"):
+        readers.read_yolo_folder(root, ("car",))
+
+
+def test_unknown_class_is_one_config_error(tmp_path):
+    root = _yolo_folder(tmp_path, ["3 0.5 0.5 0.2 0.2"])
+    with pytest.raises(ConfigError, match="unknown class id 3; valid: 0..0 \\(car\\)"):
+        readers.read_yolo_folder(root, ("car",))
+    ann = {"images": [{"id": 1, "filename": "a.jpg", "width": 8, "height": 8}], "categories": [{"id": 0, "name": "Tank"}],
+           "annotation": [{"id": 1, "image_id": 1, "category_id": 0, "bbox": [1, 1, 2, 2]}]}
+    (tmp_path / "ann.json").write_text(json.dumps(ann))
+    (tmp_path / "imgs").mkdir()
+    Image.new("L", (8, 8)).save(tmp_path / "imgs" / "a.jpg")
+    with pytest.raises(ConfigError, match="unknown class 'Tank'; valid: Person, Car, Bicycle, OtherVehicle"):
+        readers.read_hit_uav(tmp_path, "ann.json", "imgs")
+
+
+def test_missing_image_is_one_config_error(tmp_path):
+    ann = {"images": [{"id": 1, "filename": "gone.jpg", "width": 8, "height": 8}],
+           "categories": [{"id": 0, "name": "Person"}], "annotation": []}
+    (tmp_path / "ann.json").write_text(json.dumps(ann))
+    with pytest.raises(ConfigError, match="image .*gone.jpg is missing"):
+        readers.read_hit_uav(tmp_path, "ann.json", "imgs")
+
+
+def test_dronevehicle_reader_cuts_the_border_and_reads_polygons(tmp_path):
+    base = tmp_path / "val"
+    for sub in ("valimg", "valimgr", "vallabelr"):
+        (base / sub).mkdir(parents=True)
+    Image.new("RGB", (840, 712)).save(base / "valimg" / "00001.jpg")
+    Image.new("RGB", (840, 712)).save(base / "valimgr" / "00001.jpg")
+    poly = "".join(f"<x{i}>{x}</x{i}><y{i}>{y}</y{i}>" for i, (x, y) in enumerate([(150, 120), (200, 120), (200, 160),
+                                                                                    (150, 160)], 1))
+    xml = f"<annotation><object><name>feright car</name><polygon>{poly}</polygon></object></annotation>"
+    (base / "vallabelr" / "00001.xml").write_text(xml)
+    [s] = readers.read_dronevehicle(tmp_path, "val")
+    assert (s.width, s.height, s.task, s.labels) == (640, 512, "rgbir", ("freight_car",))
+    np.testing.assert_allclose(s.boxes, [[50, 20, 100, 60]])
+    shutil.rmtree(base / "valimgr")
+    with pytest.raises(DatasetNotFoundError, match="valimgr is missing"):
+        readers.read_dronevehicle(tmp_path, "val")
+
+
+def test_llvip_pairs_are_aligned_and_unlabelled():
+    pairs = LLVIPPairs(size=64, data_dir=str(_mirror("LLVIP-pairs")))
+    assert len(pairs) == 45
+    item = pairs[0]
+    assert item["image"].shape == item["ir"].shape == (3, 64, 64) and len(item["boxes"]) == 0
+
+
+def test_synthetic_pairs_are_labelled_and_deterministic():
+    a, b = readers.synthetic_pairs(6, 64, seed=3), readers.synthetic_pairs(6, 64, seed=3)
+    assert all(np.array_equal(x.image, y.image) and np.array_equal(x.boxes, y.boxes) for x, y in zip(a, b))
+    s = a[0]
+    assert s.task == "rgbir" and s.ir_image.shape == s.image.shape == (64, 64, 3) and len(s.boxes) >= 1
+    x0, y0, x1, y1 = s.boxes[0].astype(int)
+    assert s.ir_image[y0:y1, x0:x1].min() >= 200  # objects are warm in IR
+
+
+def test_task_sampler_batches_one_task_and_follows_the_mix():
+    groups = {"ir": list(range(40)), "rgb": list(range(40, 80))}
+    sampler = TaskBatchSampler(groups, batch_size=4, shuffle=True, mix={"ir": 4, "rgb": 1})
+    batches = list(sampler)
+    assert len(batches) == len(sampler) == 20
+    tasks = ["ir" if b[0] < 40 else "rgb" for b in batches]
+    assert all(all((i < 40) == (t == "ir") for i in b) for b, t in zip(batches, tasks))
+    assert tasks.count("ir") == 16 and tasks.count("rgb") == 4
+    ordered = list(TaskBatchSampler(groups, batch_size=3, shuffle=False, mix=None))
+    assert sorted(i for b in ordered for i in b) == list(range(80))  # evaluation sees each image once
+
+
+def test_datamodule_batches_and_errors():
+    _mirror("HIT-UAV")
+    dm = DroneDetectionDataModule(tasks=["ir", "rgbir"], image_size=64, batch_size=2, max_images=4, synthetic_pairs=20)
+    assert dm.model_shapes() == {"num_classes": len(CLASSES)}
+    batches = list(dm.train_dataloader())
+    assert {b["task"] for b in batches} == {"ir", "rgbir"}
+    for b in batches:
+        assert b["images"].shape == (2, 3, 64, 64) and b["images"].dtype == torch.uint8
+        assert (b["ir"] is not None) == (b["task"] == "rgbir")
+        assert all(box.shape[1] == 4 and (box <= 64).all() for box in b["boxes"])
+    with pytest.raises(ConfigError, match="unknown task 'thermal'; valid: rgb, ir, rgbir"):
+        DroneDetectionDataModule(tasks=["thermal"])
+    with pytest.raises(ConfigError, match="data.mix names task 'rgb'"):
+        DroneDetectionDataModule(tasks=["ir"], mix={"rgb": 1.0})
