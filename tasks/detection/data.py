@@ -118,8 +118,9 @@ class TaskBatchSampler(Sampler[list[int]]):
     replacement where a task needs more images than it has: the imbalanced mixes), in a seeded random order.
     Evaluation: every image once, in order, no batch dropped."""
 
-    def __init__(self, groups: dict[str, list[int]], batch_size: int, shuffle: bool, mix: dict[str, float] | None,
-                 seed: int = 0):
+    def __init__(
+        self, groups: dict[str, list[int]], batch_size: int, shuffle: bool, mix: dict[str, float] | None, seed: int = 0
+    ):
         self.groups, self.batch_size, self.shuffle, self.seed, self.epoch = groups, batch_size, shuffle, seed, 0
         self.mix = {t: float((mix or {}).get(t, len(ix))) for t, ix in groups.items()}
         if any(w < 0 for w in self.mix.values()) or sum(self.mix.values()) <= 0:
@@ -168,10 +169,20 @@ class DroneDetectionDataModule(pl.LightningDataModule):
             it ``rgbir`` uses ``synthetic_pairs`` SYNTHETIC pairs of side ``image_size``.
     """
 
-    def __init__(self, tasks: list[str] | None = None, image_size: int = 320, batch_size: int = 4,
-                 mix: dict[str, float] | None = None, max_images: int | None = None, hit_uav_dir: str | None = None,
-                 rgb_dir: str | None = None, dronevehicle_dir: str | None = None, synthetic_pairs: int = 64,
-                 num_workers: int = 0, seed: int = 0):
+    def __init__(
+        self,
+        tasks: list[str] | None = None,
+        image_size: int = 320,
+        batch_size: int = 4,
+        mix: dict[str, float] | None = None,
+        max_images: int | None = None,
+        hit_uav_dir: str | None = None,
+        rgb_dir: str | None = None,
+        dronevehicle_dir: str | None = None,
+        synthetic_pairs: int = 64,
+        num_workers: int = 0,
+        seed: int = 0,
+    ):
         super().__init__()
         self.tasks = check_tasks(tasks or ["ir", "rgb"])
         for t in mix or {}:
@@ -217,8 +228,12 @@ class DroneDetectionDataModule(pl.LightningDataModule):
             groups[t] = list(range(len(samples), len(samples) + len(part)))
             samples += part
         sampler = TaskBatchSampler(groups, self.batch_size, shuffle, self.mix if shuffle else None, self.seed)
-        return DataLoader(DetectionImages(samples, self.image_size), batch_sampler=sampler, collate_fn=collate,
-                          num_workers=self.num_workers)
+        return DataLoader(
+            DetectionImages(samples, self.image_size),
+            batch_sampler=sampler,
+            collate_fn=collate,
+            num_workers=self.num_workers,
+        )
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", shuffle=True)

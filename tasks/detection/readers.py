@@ -27,16 +27,22 @@ HIT_UAV_CLASSES = ("Person", "Car", "Bicycle", "OtherVehicle")
 HIT_UAV_IGNORED = ("DontCare",)
 DRONEVEHICLE_CLASSES = ("car", "truck", "bus", "van", "freight_car")
 # spellings found in DroneVehicle's xml files
-DRONEVEHICLE_ALIASES = {"feright car": "freight_car", "feright_car": "freight_car", "freight car": "freight_car",
-                        "feright": "freight_car", "truvk": "truck"}
+DRONEVEHICLE_ALIASES = {
+    "feright car": "freight_car",
+    "feright_car": "freight_car",
+    "freight car": "freight_car",
+    "feright": "freight_car",
+    "truvk": "truck",
+}
 
 
 def _natural_key(stem: str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", stem)]
 
 
-def read_hit_uav(root: Path, json_file: str = "normal_json/annotations/test.json",
-                 image_dir: str = "normal_json/test") -> list[Sample]:
+def read_hit_uav(
+    root: Path, json_file: str = "normal_json/annotations/test.json", image_dir: str = "normal_json/test"
+) -> list[Sample]:
     """HIT-UAV samples sorted by image id (task ``ir``)."""
     path = Path(root) / json_file
     if not path.is_file():
@@ -60,14 +66,24 @@ def read_hit_uav(root: Path, json_file: str = "normal_json/annotations/test.json
             boxes.append([x, y, x + w, y + h])
             labels.append(name)
         file_name = im.get("file_name", im.get("filename"))
-        samples.append(Sample(Path(root) / image_dir / file_name, np.asarray(boxes, np.float32).reshape(-1, 4),
-                              tuple(labels), int(im["width"]), int(im["height"]), "ir", int(im["id"]),
-                              name=file_name))
+        samples.append(
+            Sample(
+                Path(root) / image_dir / file_name,
+                np.asarray(boxes, np.float32).reshape(-1, 4),
+                tuple(labels),
+                int(im["width"]),
+                int(im["height"]),
+                "ir",
+                int(im["id"]),
+                name=file_name,
+            )
+        )
     return check_samples(samples, HIT_UAV_CLASSES, str(path))
 
 
-def read_yolo_folder(root: Path, classes: tuple[str, ...], task: str = "rgb", stems: list[str] | None = None,
-                     tolerance: float = 1.0) -> list[Sample]:
+def read_yolo_folder(
+    root: Path, classes: tuple[str, ...], task: str = "rgb", stems: list[str] | None = None, tolerance: float = 1.0
+) -> list[Sample]:
     """``images/<stem>.jpg`` + ``labels/<stem>.txt`` in natural frame order (``stems`` keeps a given order)."""
     root = Path(root)
     if stems is None:
@@ -89,12 +105,24 @@ def read_yolo_folder(root: Path, classes: tuple[str, ...], task: str = "rgb", st
         ids = [int(r[0]) for r in rows]
         bad = [c for c in ids if not 0 <= c < len(classes)]
         if bad:
-            raise ConfigError(f"{label_file}: unknown class id {bad[0]}; valid: 0..{len(classes) - 1} ({', '.join(classes)})")
+            raise ConfigError(
+                f"{label_file}: unknown class id {bad[0]}; valid: 0..{len(classes) - 1} ({', '.join(classes)})"
+            )
         xywh = np.asarray([[float(v) for v in r[1:]] for r in rows], np.float32).reshape(-1, 4)
         xywh *= [width, height, width, height]
         boxes = np.concatenate([xywh[:, :2] - xywh[:, 2:] / 2, xywh[:, :2] + xywh[:, 2:] / 2], 1)
-        samples.append(Sample(image, clip_boxes(boxes, width, height, tolerance), tuple(classes[c] for c in ids),
-                              width, height, task, i, name=stem))
+        samples.append(
+            Sample(
+                image,
+                clip_boxes(boxes, width, height, tolerance),
+                tuple(classes[c] for c in ids),
+                width,
+                height,
+                task,
+                i,
+                name=stem,
+            )
+        )
     return check_samples(samples, classes, str(root))
 
 
@@ -108,15 +136,38 @@ def read_llvip_pairs(root: Path) -> list[Sample]:
             ir = root / "FusionGAN" / f"{part}_LLVIP_ir" / vi.name
             with Image.open(vi) as im:
                 width, height = im.size
-            samples.append(Sample(vi, np.zeros((0, 4), np.float32), (), width, height, "rgbir", len(samples),
-                                  ir_image=ir, labelled=False, name=f"{part}/{vi.stem}"))
+            samples.append(
+                Sample(
+                    vi,
+                    np.zeros((0, 4), np.float32),
+                    (),
+                    width,
+                    height,
+                    "rgbir",
+                    len(samples),
+                    ir_image=ir,
+                    labelled=False,
+                    name=f"{part}/{vi.stem}",
+                )
+            )
     demo = root / "imagefusion_densefuse" / "datasets"
     for vi in sorted(demo.glob("*_vi.jpg")):
         with Image.open(vi) as im:
             width, height = im.size
-        samples.append(Sample(vi, np.zeros((0, 4), np.float32), (), width, height, "rgbir", len(samples),
-                              ir_image=demo / vi.name.replace("_vi.jpg", "_ir.jpg"), labelled=False,
-                              name=f"densefuse/{vi.stem[:-3]}"))
+        samples.append(
+            Sample(
+                vi,
+                np.zeros((0, 4), np.float32),
+                (),
+                width,
+                height,
+                "rgbir",
+                len(samples),
+                ir_image=demo / vi.name.replace("_vi.jpg", "_ir.jpg"),
+                labelled=False,
+                name=f"densefuse/{vi.stem[:-3]}",
+            )
+        )
     if not samples:
         raise DatasetNotFoundError(f"{root}: no FusionGAN/*_LLVIP_vi/*.jpg pairs")
     return check_samples(samples, (), str(root))
@@ -152,8 +203,9 @@ def read_dronevehicle(root: Path, split: str = "train", border: int = 100, label
     label_dir = base / (f"{split}labelr" if labels_from == "ir" else f"{split}label")
     for folder in (rgb_dir, ir_dir, label_dir):
         if not folder.is_dir():
-            raise DatasetNotFoundError(f"DroneVehicle: folder {folder} is missing (layout: <split>/<split>img, "
-                                       f"<split>imgr, <split>labelr)")
+            raise DatasetNotFoundError(
+                f"DroneVehicle: folder {folder} is missing (layout: <split>/<split>img, <split>imgr, <split>labelr)"
+            )
     samples = []
     for rgb in sorted(rgb_dir.glob("*.jpg"), key=lambda p: _natural_key(p.stem)):
         xml_file = label_dir / f"{rgb.stem}.xml"
@@ -166,9 +218,20 @@ def read_dronevehicle(root: Path, split: str = "train", border: int = 100, label
         boxes = np.asarray(raw, np.float32).reshape(-1, 4) - border
         boxes = np.clip(boxes, 0, [w, h, w, h])
         keep = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
-        samples.append(Sample(rgb, boxes[keep], tuple(np.asarray(labels, object)[keep]), w, h, "rgbir",
-                              len(samples), ir_image=ir_dir / rgb.name, name=rgb.stem,
-                              crop=(border, border, width - border, height - border)))
+        samples.append(
+            Sample(
+                rgb,
+                boxes[keep],
+                tuple(np.asarray(labels, object)[keep]),
+                w,
+                h,
+                "rgbir",
+                len(samples),
+                ir_image=ir_dir / rgb.name,
+                name=rgb.stem,
+                crop=(border, border, width - border, height - border),
+            )
+        )
     if not samples:
         raise DatasetNotFoundError(f"DroneVehicle: no images in {rgb_dir}")
     return check_samples(samples, DRONEVEHICLE_CLASSES, str(base))
@@ -200,6 +263,17 @@ def synthetic_pairs(count: int, size: int = 128, seed: int = 0) -> list[Sample]:
             ir[y0 : y0 + h, x0 : x0 + w] = 200 + rng.integers(0, 55)
             boxes.append([x0, y0, x0 + w, y0 + h])
             labels.append(label)
-        samples.append(Sample(rgb.clip(0, 255).astype(np.uint8), np.asarray(boxes, np.float32), tuple(labels), size,
-                              size, "rgbir", i, ir_image=ir.clip(0, 255).astype(np.uint8), name=f"synthetic-{i}"))
+        samples.append(
+            Sample(
+                rgb.clip(0, 255).astype(np.uint8),
+                np.asarray(boxes, np.float32),
+                tuple(labels),
+                size,
+                size,
+                "rgbir",
+                i,
+                ir_image=ir.clip(0, 255).astype(np.uint8),
+                name=f"synthetic-{i}",
+            )
+        )
     return check_samples(samples, SYNTHETIC_CLASSES, "synthetic RGB-IR pairs")

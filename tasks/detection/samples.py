@@ -48,7 +48,11 @@ class Sample:
 def clip_boxes(boxes: np.ndarray, width: int, height: int, tolerance: float) -> np.ndarray:
     """Clip boxes that overshoot the image by at most ``tolerance`` pixels (annotation rounding); others stay."""
     boxes = boxes.copy()
-    over = (boxes[:, [0, 1]] >= -tolerance).all(1) & (boxes[:, 2] <= width + tolerance) & (boxes[:, 3] <= height + tolerance)
+    over = (
+        (boxes[:, [0, 1]] >= -tolerance).all(1)
+        & (boxes[:, 2] <= width + tolerance)
+        & (boxes[:, 3] <= height + tolerance)
+    )
     boxes[over] = np.clip(boxes[over], 0, [width, height, width, height])
     return boxes
 

@@ -9,7 +9,7 @@ from zoo.registry import TaskSpec
 
 DRONEDINO = TaskSpec(
     name="dronedino",
-    description="DroneDINO: mmdet DINO + shared / task-specific / top-k MoE FFNs for RGB, IR and RGB-IR drone detection",
+    description="DroneDINO: mmdet DINO with shared / task-specific / top-k MoE FFNs, RGB + IR + RGB-IR drone detection",
     model="zoo_tasks.detection.module:DroneDINOModule",
     datamodules={"drone": "zoo_tasks.detection.data:DroneDetectionDataModule"},
     config_dir="zoo_tasks.configs:dronedino",

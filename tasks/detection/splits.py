@@ -29,7 +29,9 @@ def by_id_range(samples: list[Sample], split: str, ranges: dict[str, tuple[int, 
     return [s for s in samples if lo <= s.image_id <= hi]
 
 
-def by_order(samples: list[Sample], split: str, fractions: tuple[float, float, float] = ORDER_FRACTIONS) -> list[Sample]:
+def by_order(
+    samples: list[Sample], split: str, fractions: tuple[float, float, float] = ORDER_FRACTIONS
+) -> list[Sample]:
     """Contiguous blocks of ``samples`` in their given (frame) order."""
     n = len(samples)
     cut1, cut2 = round(n * fractions[0]), round(n * (fractions[0] + fractions[1]))

@@ -66,8 +66,11 @@ def test_unknown_class_is_one_config_error(tmp_path):
     root = _yolo_folder(tmp_path, ["3 0.5 0.5 0.2 0.2"])
     with pytest.raises(ConfigError, match="unknown class id 3; valid: 0..0 \\(car\\)"):
         readers.read_yolo_folder(root, ("car",))
-    ann = {"images": [{"id": 1, "filename": "a.jpg", "width": 8, "height": 8}], "categories": [{"id": 0, "name": "Tank"}],
-           "annotation": [{"id": 1, "image_id": 1, "category_id": 0, "bbox": [1, 1, 2, 2]}]}
+    ann = {
+        "images": [{"id": 1, "filename": "a.jpg", "width": 8, "height": 8}],
+        "categories": [{"id": 0, "name": "Tank"}],
+        "annotation": [{"id": 1, "image_id": 1, "category_id": 0, "bbox": [1, 1, 2, 2]}],
+    }
     (tmp_path / "ann.json").write_text(json.dumps(ann))
     (tmp_path / "imgs").mkdir()
     Image.new("L", (8, 8)).save(tmp_path / "imgs" / "a.jpg")
@@ -76,8 +79,11 @@ def test_unknown_class_is_one_config_error(tmp_path):
 
 
 def test_missing_image_is_one_config_error(tmp_path):
-    ann = {"images": [{"id": 1, "filename": "gone.jpg", "width": 8, "height": 8}],
-           "categories": [{"id": 0, "name": "Person"}], "annotation": []}
+    ann = {
+        "images": [{"id": 1, "filename": "gone.jpg", "width": 8, "height": 8}],
+        "categories": [{"id": 0, "name": "Person"}],
+        "annotation": [],
+    }
     (tmp_path / "ann.json").write_text(json.dumps(ann))
     with pytest.raises(ConfigError, match="image .*gone.jpg is missing"):
         readers.read_hit_uav(tmp_path, "ann.json", "imgs")
@@ -89,8 +95,10 @@ def test_dronevehicle_reader_cuts_the_border_and_reads_polygons(tmp_path):
         (base / sub).mkdir(parents=True)
     Image.new("RGB", (840, 712)).save(base / "valimg" / "00001.jpg")
     Image.new("RGB", (840, 712)).save(base / "valimgr" / "00001.jpg")
-    poly = "".join(f"<x{i}>{x}</x{i}><y{i}>{y}</y{i}>" for i, (x, y) in enumerate([(150, 120), (200, 120), (200, 160),
-                                                                                    (150, 160)], 1))
+    poly = "".join(
+        f"<x{i}>{x}</x{i}><y{i}>{y}</y{i}>"
+        for i, (x, y) in enumerate([(150, 120), (200, 120), (200, 160), (150, 160)], 1)
+    )
     xml = f"<annotation><object><name>feright car</name><polygon>{poly}</polygon></object></annotation>"
     (base / "vallabelr" / "00001.xml").write_text(xml)
     [s] = readers.read_dronevehicle(tmp_path, "val")
