@@ -1,0 +1,209 @@
+"""Datamodule of the DyGLib link-prediction protocol on CollegeMsg (DyGLib's UCI) or a user's temporal edge CSV.
+
+Batches are built in the loader (numpy, main process), so the model only sees tensors:
+``{"pos": pair, "neg": pair, "meta": {...}}`` where a pair holds, for its source and destination side,
+``node_feat`` (B, L, F_n), ``edge_feat`` (B, L, F_e), ``dt`` (B, L), ``pad`` (B, L) bool and ``counts``
+(B, L, 2) (see ``neighbors.py``).
+
+- training: chronological batches of the (inductive-reduced) training edges, neighbours from the training graph,
+  negatives ``neg_src = src`` and random destinations among the training destinations (DyGLib's unseeded train
+  sampler; here a ``RandomState`` seeded from the run's torch seed);
+- validation: loader 0 transductive val, loader 1 new-node val, random NS (DyGLib seeds 0 / 1);
+- test: for each strategy in ``eval_strategies``, the transductive then the new-node test set (seeds 2 / 3),
+  neighbours from the full graph. Negatives are drawn once, as DyGLib's reset samplers draw them every time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+from torch.utils.data import DataLoader
+
+from zoo.data import resolve, sha256_of
+from zoo.errors import ConfigError
+from zoo_tasks.graphs.dynamic.datasets import COLLEGEMSG_FILE
+from zoo_tasks.graphs.dynamic.events import DYGLIB_FEATURE_WIDTH, TemporalGraph, parse_edges, read_collegemsg
+from zoo_tasks.graphs.dynamic.negatives import STRATEGIES, eval_sampler, evaluation_negatives
+from zoo_tasks.graphs.dynamic.neighbors import NeighborFinder, Sequences, pair_sequences
+from zoo_tasks.graphs.dynamic.split import Interactions, link_prediction_split
+
+DATASETS = ("uci",)
+EVAL_SETS = ("test", "new_node_test")
+
+
+def metric_prefix(strategy: str, part: str) -> str:
+    """Metric-name prefix of one evaluation: ``""`` (random, transductive), ``"ind_"`` (random, new nodes),
+    ``"hist_"``/``"hist_ind_"`` (historical NS), ``"indns_"``/``"indns_ind_"`` (inductive NS)."""
+    head = {"random": "", "historical": "hist_", "inductive": "indns_"}[strategy]
+    return head + ("ind_" if part.startswith("new_node") else "")
+
+
+class _Batches(torch.utils.data.Dataset):
+    """Index ranges of consecutive batches; the collate function builds the tensors."""
+
+    def __init__(self, count: int, batch_size: int):
+        self.starts = list(range(0, count, batch_size))
+        self.count, self.batch_size = count, batch_size
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, i: int) -> slice:
+        return slice(self.starts[i], min(self.starts[i] + self.batch_size, self.count))
+
+
+class DynamicLinkDataModule(pl.LightningDataModule):
+    """DyGLib link prediction (Yu et al., NeurIPS 2023) on ``name="uci"`` (CollegeMsg from the catalogue) or
+    ``path``: a user's CSV ``src,dst,timestamp[,edge features...]`` (optional header; see ``events.py``).
+
+    ``train_fraction`` < 1 trains on the first part of the training edges only (smoke runs); ``eval_strategies``:
+    the negative-sampling strategies tested."""
+
+    def __init__(
+        self,
+        name: str = "uci",
+        path: str | None = None,
+        data_dir: str | None = None,
+        batch_size: int = 200,
+        eval_batch_size: int = 200,
+        max_sequence_length: int = 32,
+        patch_size: int = 1,
+        val_ratio: float = 0.15,
+        test_ratio: float = 0.15,
+        eval_strategies: list[str] | None = None,
+        train_fraction: float = 1.0,
+        feature_width: int = DYGLIB_FEATURE_WIDTH,
+        sequences: bool = True,
+    ):
+        super().__init__()
+        if path is None and name not in DATASETS:
+            raise ConfigError(f"data name={name!r}; valid: {', '.join(DATASETS)} (or give path= a CSV)")
+        strategies = list(eval_strategies) if eval_strategies is not None else list(STRATEGIES)
+        bad = [s for s in strategies if s not in STRATEGIES]
+        if bad or not strategies:
+            raise ConfigError(f"eval_strategies={strategies!r}; valid: {', '.join(STRATEGIES)}")
+        if max_sequence_length % patch_size or max_sequence_length < 2:
+            raise ConfigError(f"max_sequence_length={max_sequence_length} must be >= 2 and a multiple of patch_size")
+        if not 0 < train_fraction <= 1:
+            raise ConfigError(f"train_fraction={train_fraction} must be in (0, 1]")
+        self.save_hyperparameters()
+        self.name, self.path, self.data_dir = name, path, data_dir
+        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
+        self.max_length, self.patch_size = max_sequence_length, patch_size
+        self.strategies = strategies
+        self.train_fraction = train_fraction
+        self.feature_width = feature_width
+        self.sequences = sequences  # False: ids only (EdgeBank needs no neighbour sequences)
+        self.graph: TemporalGraph | None = None
+
+    # -- data ------------------------------------------------------------------------------------------------
+    def _file(self) -> Path:
+        if self.path is not None:
+            return Path(self.path).expanduser()
+        return resolve("CollegeMsg", path=self.data_dir, files=[COLLEGEMSG_FILE]) / COLLEGEMSG_FILE
+
+    def load(self) -> TemporalGraph:
+        if self.graph is None:
+            f = self._file()
+            self.graph = parse_edges(f, feature_width=self.feature_width) if self.path else read_collegemsg(f)
+        return self.graph
+
+    def data_sha256(self) -> dict[str, str]:
+        f = self._file()
+        return {f.name: sha256_of(f)}
+
+    def model_shapes(self) -> dict[str, int]:
+        return {"node_dim": self.feature_width, "edge_dim": self.feature_width}
+
+    def setup(self, stage: str | None = None) -> None:
+        if getattr(self, "split", None) is not None:
+            return
+        graph = self.load()
+        self.split = link_prediction_split(graph, self.hparams.val_ratio, self.hparams.test_ratio)
+        n = int(graph.node_features.shape[0] - 1)
+        self.train_finder = NeighborFinder(self.split.train, n)
+        self.full_finder = NeighborFinder(self.split.full, n)
+        self.node_features = torch.from_numpy(graph.node_features)
+        self.edge_features = torch.from_numpy(graph.edge_features)
+        self.train_dst = np.unique(self.split.train.dst)
+        self.eval_negatives: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+
+    def negatives(self, part: str, strategy: str) -> tuple[np.ndarray, np.ndarray]:
+        key = (part, strategy)
+        if key not in self.eval_negatives:
+            data = getattr(self.split, part)
+            self.eval_negatives[key] = evaluation_negatives(
+                data, eval_sampler(self.split, part, strategy), self.eval_batch_size
+            )
+        return self.eval_negatives[key]
+
+    def summary(self) -> dict:
+        """Counts for the run record: the split sizes and what reading the file cleaned."""
+        graph = self.load()
+        return {"nodes": graph.num_nodes, "interactions": graph.num_interactions, "cleaning": graph.cleaning,
+                "split": self.split.sizes()}  # fmt: skip
+
+    # -- batches ---------------------------------------------------------------------------------------------
+    def _side(self, seq: Sequences) -> dict[str, torch.Tensor]:
+        ids = torch.from_numpy(seq.ids)
+        return {
+            "node_feat": self.node_features[ids],
+            "edge_feat": self.edge_features[torch.from_numpy(seq.edge_ids)],
+            "dt": torch.from_numpy(seq.dt),
+            "pad": ids == 0,
+            "counts": torch.from_numpy(seq.counts),
+        }
+
+    def _pair(self, finder: NeighborFinder, src, dst, ts) -> dict:
+        a, b = pair_sequences(finder, src, dst, ts, self.max_length, self.patch_size)
+        return {"src": self._side(a), "dst": self._side(b)}
+
+    def _collate(self, data: Interactions, finder: NeighborFinder, negatives, rng):
+        def collate(items: list[slice]) -> dict:
+            sl = items[0]
+            src, dst, ts = data.src[sl], data.dst[sl], data.ts[sl]
+            if negatives is None:
+                neg_src, neg_dst = src, self.train_dst[rng.randint(0, len(self.train_dst), len(src))]
+            else:
+                neg_src, neg_dst = negatives[0][sl], negatives[1][sl]
+            ids = {"src": src, "dst": dst, "neg_src": neg_src, "neg_dst": neg_dst, "edge_ids": data.edge_ids[sl]}
+            batch = {"ids": {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ids.items()}}
+            if self.sequences:
+                batch["pos"] = self._pair(finder, src, dst, ts)
+                batch["neg"] = self._pair(finder, neg_src, neg_dst, ts)
+            return batch
+
+        return collate
+
+    def _loader(self, data: Interactions, batch_size: int, finder: NeighborFinder, negatives=None, rng=None):
+        return DataLoader(_Batches(len(data), batch_size), batch_size=1, shuffle=False,
+                          collate_fn=self._collate(data, finder, negatives, rng))  # fmt: skip
+
+    def train_dataloader(self):
+        data = self.split.train
+        if self.train_fraction < 1:
+            keep = np.arange(int(len(data) * self.train_fraction))
+            data = Interactions(data.src[keep], data.dst[keep], data.ts[keep], data.edge_ids[keep])
+        rng = np.random.RandomState(torch.initial_seed() % 2**32)
+        return self._loader(data, self.batch_size, self.train_finder, None, rng)
+
+    def val_dataloader(self):
+        loaders = []
+        for part in ("val", "new_node_val"):
+            negatives = self.negatives(part, "random")
+            loaders.append(self._loader(getattr(self.split, part), self.eval_batch_size, self.full_finder, negatives))
+        return loaders
+
+    def test_names(self) -> list[str]:
+        """Metric prefix of each test loader, in loader order."""
+        return [metric_prefix(s, p) for s in self.strategies for p in EVAL_SETS]
+
+    def test_dataloader(self):
+        return [
+            self._loader(getattr(self.split, p), self.eval_batch_size, self.full_finder, self.negatives(p, s))
+            for s in self.strategies
+            for p in EVAL_SETS
+        ]
