@@ -63,6 +63,25 @@ class BenchmarkRow:
 
 
 @dataclass(frozen=True)
+class MatrixRow:
+    """A task's representative row of the router x task table (``zoo reproduce matrix``, issue 26).
+
+    Attributes:
+        row: ``"method/dataset"`` of the benchmark row whose router is varied (an MoE method).
+        dense: ``"method/dataset"`` of its dense twin, run in the same table row.
+        trials: finished ``zoo tune`` trials per cell (every router and the dense twin get the same budget).
+        seeds: benchmark seeds each tuned cell is run on (tuning uses ``TUNE_SEED``, none of these).
+        overrides: settings that make the row cheap enough for the matrix (stated on the page).
+    """
+
+    row: str
+    dense: str
+    trials: int = 8
+    seeds: tuple[int, ...] = (0, 1, 2)
+    overrides: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     """What a plugin's ``zoo.tasks`` entry point yields.
 
@@ -89,6 +108,11 @@ class TaskSpec:
             ``zoo.leaderboard.targets`` (``AtLeast``, ``BeatsOnAverage``, ``BeatsBestPublished``, ...).
         benchmarks: ``zoo bench NAME`` programs this task brings, NAME -> ``"package.module:function"``; the
             function takes the remaining argv (a list of str) and returns an exit code (or None).
+        search_spaces: ``zoo tune`` spaces, method (a row's column) -> {config key: ``zoo.tuning.space`` Float /
+            Int / Choice}; the same budget of trials is given to a method and its baselines.
+        router_arg: config prefix holding the MoE model's ``router`` and ``router_kwargs`` init arguments.
+        tune_metric: (validation metric, "max" | "min") for models that name no ``checkpoint_monitor``.
+        matrix: this task's row of the router x task table (:class:`MatrixRow`), or None.
     """
 
     name: str
@@ -106,6 +130,10 @@ class TaskSpec:
     benchmarks: dict[str, str] = field(default_factory=dict)
     catalog: str = ""
     targets: tuple = ()
+    search_spaces: dict = field(default_factory=dict)
+    router_arg: str = "model.init_args"
+    tune_metric: tuple[str, str] | None = None
+    matrix: MatrixRow | None = None
 
     def config_path(self, relative: str = "") -> Path:
         """``relative`` (a config file, or "" for the folder) inside this task's ``config_dir``."""

@@ -88,3 +88,14 @@ def test_gitignore_covers_run_outputs():
     for path in ("runs/x/y", "checkpoints/last.ckpt", "lightning_logs/version_0/config.yaml"):
         out = subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO)
         assert out.returncode == 0, f"{path} is not git-ignored"
+
+
+def test_run_keys_never_leave_the_runs_folder():
+    from zoo.cli.run_dir import run_key
+
+    assert run_key(["configs/seer/seer.yaml"]) == "seer/seer"
+    assert run_key(["../elsewhere.yaml"]) == "elsewhere"
+    assert run_key(["./my config.yaml"]) == "my_config"
+    assert run_key(["/data/../../x/..yaml"]) == "x/run"
+    for key in (run_key(["../a.yaml", "../../b.yaml"]), run_key(["..yaml"])):
+        assert ".." not in key.split("/") and not key.startswith("/")

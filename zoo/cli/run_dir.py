@@ -5,6 +5,7 @@ means: the newest run of the same config, never a file shared by every run."""
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,12 @@ CHECKPOINTS = "checkpoints"
 RUN_DIR_ENV = "ZOO_RUN_DIR"
 
 
+def _safe_name(part: str) -> str:
+    """One path component of a run key: letters, digits and ``._+-`` only, never only dots."""
+    cleaned = re.sub(r"[^A-Za-z0-9._+-]", "_", part)
+    return cleaned if cleaned.strip(".") else "run"
+
+
 def run_key(configs: Sequence[str | os.PathLike], model_class: str | None = None) -> str:
     """``configs/<task>/<name>.yaml`` -> ``<task>/<name>``; a config inside a package's ``configs/`` folder is
     named by the package (``<package>/configs/<name>.yaml`` -> ``<package>/<name>``); several configs join with
@@ -26,7 +33,9 @@ def run_key(configs: Sequence[str | os.PathLike], model_class: str | None = None
     for config in configs:
         path = Path(str(config))
         folder = path.parent.parent if path.parent.name == "configs" else path.parent
-        names.append(f"{folder.name}/{path.stem}" if folder.name else path.stem)
+        # `..` or `.` (a config beside or above the working directory) must not become a path out of runs/
+        parent = _safe_name(folder.name) if folder.name not in ("", ".", "..") else ""
+        names.append(f"{parent}/{_safe_name(path.stem)}" if parent else _safe_name(path.stem))
     if not names:
         return (model_class or "run").rpartition(".")[2].lower()
     first, *rest = names
