@@ -41,6 +41,10 @@ def walker2d_v5() -> gym.Env:
     return gym.make("Walker2d-v5", terminate_when_unhealthy=False)
 
 
+def reacher_v5() -> gym.Env:
+    return gym.make("Reacher-v5", max_episode_steps=1000)  # its registered limit is 50 steps
+
+
 _M = "zoo_tasks.worldmodel.robots"
 ROBOTS: dict[str, Robot] = {
     r.name: r
@@ -55,7 +59,7 @@ ROBOTS: dict[str, Robot] = {
         Robot("dmc_reacher", "reacher-easy", 2, False),
         Robot("dmc_finger", "finger-spin", 2, False),
         Robot("gym_swimmer", "gym:Swimmer-v5", 1, True),
-        Robot("gym_reacher", "gym:Reacher-v5", 1, False),
+        Robot("gym_reacher", f"{_M}:reacher_v5", 1, False),
         Robot("dmc_pendulum", "pendulum-swingup", 2, False),
         Robot("dmc_ball_in_cup", "ball_in_cup-catch", 2, False),
         # held out: zero-shot (gymnasium Walker2d and Hopper) and few-shot (gymnasium HalfCheetah)

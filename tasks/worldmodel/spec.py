@@ -1,0 +1,79 @@
+"""Task spec of WestWorld (a trajectory world model over many robots with a system-aware MoE) -- imports nothing heavy."""
+
+from __future__ import annotations
+
+from zoo.leaderboard.targets import BeatsOnAverage, NotWorse
+from zoo.registry import BenchmarkRow, TaskSpec
+
+ZERO_SHOT = "zero-shot (Walker2d, Hopper)"
+FEW_SHOT = "few-shot (HalfCheetah, 5k)"
+TOKEN_METHODS = ("westworld", "dense", "no_structure", "trajworld")
+SEEDS = (0, 1, 2)
+QUICK = ("--data.init_args.pretrain_steps", "4", "--data.init_args.finetune_steps", "0")
+CPU_NOTE = "width 32 x 2 blocks, d_state 8 (paper 256 x 6, 64); 15 + 48-step windows (paper 50 + 150); 800 steps"
+
+
+def _zero_shot(method: str) -> BenchmarkRow:
+    return BenchmarkRow(
+        method=method,
+        dataset=ZERO_SHOT,
+        config=f"{method}.yaml",
+        seeds=SEEDS if method != "repeat_last" else (0,),
+        quick_overrides=QUICK,
+        reduced=method != "repeat_last",
+        note=CPU_NOTE if method != "repeat_last" else "",
+    )
+
+
+def _scaling(method: str, robots: int) -> BenchmarkRow:
+    return BenchmarkRow(
+        method=method,
+        dataset=f"scaling: {robots} robots",
+        config=f"{method}.yaml",
+        overrides=("--data.init_args.num_train_robots", str(robots)),
+        seeds=(0,),
+        quick_overrides=QUICK,
+        reduced=True,
+        note=f"pretraining on the first {robots} of the 12 robots; " + CPU_NOTE,
+    )
+
+
+def _few_shot(method: str, config: str, note: str) -> BenchmarkRow:
+    return BenchmarkRow(
+        method=method,
+        dataset=FEW_SHOT,
+        config=config,
+        seeds=SEEDS if method != "repeat_last" else (0,),
+        quick_overrides=QUICK,
+        reduced=method == "westworld",
+        note=note,
+    )
+
+
+BENCHMARK = (
+    *(_zero_shot(m) for m in (*TOKEN_METHODS, "repeat_last")),
+    *(_scaling(m, n) for n in (3, 6) for m in ("westworld", "dense")),
+    _few_shot("westworld", "westworld_fewshot.yaml", "800 pretraining + 300 fine-tuning steps; " + CPU_NOTE),
+    _few_shot("mlp_ensemble", "mlp_ensemble_fewshot.yaml", "5 x MLP(3 x 200), 2000 steps on the 5k transitions"),
+    _few_shot("repeat_last", "repeat_last_fewshot.yaml", ""),
+)
+
+TARGETS = (
+    BeatsOnAverage("westworld", ("dense", "trajworld", "no_structure"), "test/mae", datasets=(ZERO_SHOT,)),
+    NotWorse("dense", "trajworld", "test/mae"),
+    NotWorse("westworld", "mlp_ensemble", "test/mae"),
+    NotWorse("westworld", "repeat_last", "test/mae"),
+)
+
+WESTWORLD = TaskSpec(
+    name="westworld",
+    description="WestWorld robot world model (Sys-MoE + structural embedding) vs dense / TrajWorld / MLP ensemble",
+    model="zoo_tasks.worldmodel.module:WorldModel",
+    datamodules={"westworld": "zoo_tasks.worldmodel.data:WestWorldDataModule"},
+    config_dir="zoo_tasks.configs:westworld",
+    default_config="westworld.yaml",
+    benchmark=BENCHMARK,
+    metrics=("test/mae", "test/mse"),
+    datasets=(),
+    targets=TARGETS,
+)
