@@ -1,4 +1,4 @@
-"""Task spec of WestWorld (a trajectory world model over many robots with a system-aware MoE) -- imports nothing heavy."""
+"""Task spec of WestWorld (one trajectory world model over many robots, system-aware MoE) -- imports nothing heavy."""
 
 from __future__ import annotations
 
