@@ -1,0 +1,94 @@
+"""SPHERE task plugin: continual RL through a MetaWorld task sequence with dense PPO, top-k MoE PPO, SPHERE's
+Parseval penalty and its unweighted ablation.
+
+Imports nothing heavy: ``zoo list`` loads every spec.
+"""
+
+from __future__ import annotations
+
+from zoo.leaderboard.targets import BeatsOnAverage, NotWorse
+from zoo.registry import BenchmarkRow, TaskSpec
+
+# The CPU-scale sequence: a sub-sequence of CW10 in CW10's order (positions 3, 6, 9), the tasks on which dense
+# PPO alone reaches non-trivial success within the per-task budget (leaderboard/notes/sphere.md, single-task table).
+SEQUENCE = ("faucet-close", "handle-press-side", "window-close")
+STEPS_PER_TASK = 98_304  # 48 PPO iterations of 8 envs x 256 steps
+SEEDS = (0, 1, 2)
+
+DENSE, MOE, SPHERE_METHOD, ABLATION = "Dense PPO", "MoE PPO", "SPHERE", "SPHERE (no routing weights)"
+METHODS = {  # column -> config
+    DENSE: "dense_ppo.yaml",
+    MOE: "moe_ppo.yaml",
+    SPHERE_METHOD: "sphere.yaml",
+    ABLATION: "sphere_unweighted.yaml",
+}
+# SPHERE paper (ICML 2026), average success under continual RL, SPHERE vs unregularised top-k MoE PPO.
+PUBLISHED = {SPHERE_METHOD: 0.49, MOE: 0.21}
+PUBLISHED_HUMANOIDBENCH = {SPHERE_METHOD: 0.54, MOE: 0.36}
+PUBLISHED_SOURCE = (
+    "SPHERE (Luo et al., ICML 2026, arXiv 2605.04712): MetaWorld CW10, 10 tasks at the paper's budget "
+    "(HumanoidBench 5 tasks: {hb}); a different scale from this row"
+)
+QUICK = (
+    "--data.init_args.tasks=[faucet-close,handle-press-side]",
+    "--data.init_args.steps_per_task=256",
+    "--data.init_args.num_envs=2",
+    "--data.init_args.n_steps=64",
+    "--data.init_args.eval_episodes=1",
+    "--data.init_args.eval_envs=1",
+    "--model.init_args.width=32",
+    "--model.init_args.n_epochs=2",
+    "--model.init_args.batch_size=64",
+    "--model.init_args.ntk_probe=4",
+)
+
+
+def _rows() -> list[BenchmarkRow]:
+    rows = []
+    dataset = f"CW10 sub-sequence {'→'.join(SEQUENCE)} @{STEPS_PER_TASK // 1024}k/task"
+    for method, config in METHODS.items():
+        published = {"test/avg_success": PUBLISHED[method]} if method in PUBLISHED else {}
+        hb = PUBLISHED_HUMANOIDBENCH.get(method)
+        rows.append(
+            BenchmarkRow(
+                method=method,
+                dataset=dataset,
+                config=config,
+                overrides=(
+                    f"--data.init_args.tasks=[{','.join(SEQUENCE)}]",
+                    f"--data.init_args.steps_per_task={STEPS_PER_TASK}",
+                ),
+                seeds=SEEDS,
+                published=published,
+                published_source=PUBLISHED_SOURCE.format(hb=hb) if published else "",
+                quick_overrides=QUICK,
+                reduced=True,
+                note=f"CPU scale: {len(SEQUENCE)} of the 10 CW10 tasks (in CW10's order), {STEPS_PER_TASK} env steps "
+                "per task; reference PPO settings otherwise"
+                + ("; the published number is CW10 at the paper's scale" if published else ""),
+            )
+        )
+    return rows
+
+
+SPHERE = TaskSpec(
+    name="sphere",
+    description="SPHERE: a Parseval penalty on routing-weighted expert features keeps a top-k MoE PPO actor's "
+    "spectral plasticity through a MetaWorld task sequence (CW10), vs dense PPO, unregularised MoE PPO, ablation",
+    model="zoo_tasks.rl.continual.ppo:ContinualPPO",
+    datamodules={"metaworld": "zoo_tasks.rl.continual.data:MetaWorldSequenceDataModule"},
+    config_dir="zoo_tasks.configs:sphere",
+    default_config="sphere.yaml",
+    benchmark=tuple(_rows()),
+    metrics=("test/avg_success", "test/forgetting", "test/avg_stage_success", "test/effective_rank"),
+    higher_is_better=("test/avg_success", "test/avg_stage_success", "test/effective_rank"),
+    extra_tables="zoo_tasks.rl.continual.tables:sphere_tables",  # success matrix, r_e per stage, routing, speed
+    targets=(
+        # the issue's "SPHERE >= 1.5x the unregularised MoE" and "r_e higher at every stage boundary" are judged in
+        # the extra tables (no ratio target in zoo.leaderboard.targets); these are their weaker record-level forms
+        BeatsOnAverage(SPHERE_METHOD, (MOE,), "test/avg_success"),
+        NotWorse(SPHERE_METHOD, MOE, "test/effective_rank"),
+        NotWorse(SPHERE_METHOD, MOE, "test/avg_stage_success"),
+    ),
+    benchmarks={"sphere": "zoo_tasks.rl.continual.bench:main"},
+)

@@ -1,0 +1,174 @@
+"""Extra leaderboard tables for SPHERE: the issue's targets that need more than a cell mean (the 1.5x success
+ratio, r_e higher at every stage boundary, the speed ratio), the success matrix per stage, r_e(K) per stage,
+routing load per task and speed, all read from the records' ``extra`` (see ``ContinualPPO.extra_results``) and
+the newest ``zoo bench sphere --leaderboard`` file.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+
+from zoo.leaderboard.record import results_dir
+from zoo.leaderboard.render import fmt_value
+
+SUCCESS_RATIO, SPEED_TARGET = 1.5, 0.7
+SPHERE_NAME, MOE_NAME = "SPHERE", "MoE PPO"
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def _mark(ok: bool | None) -> str:
+    return {True: "✓", False: "✗", None: "not yet judged"}[ok]
+
+
+def stage_ranks(extra: dict) -> list[float]:
+    """r_e(K) at each stage boundary (the entries recorded with a stage index), in stage order."""
+    return [r for _, stage, r in sorted(extra.get("effective_rank", []), key=lambda e: e[1]) if stage >= 0]
+
+
+def mean_matrix(extras: list[dict]) -> list[list[float]] | None:
+    """Element-wise mean of the runs' success matrices (None when no run has a full one or their shapes differ)."""
+    mats = [e["success_matrix"] for e in extras if e.get("success_matrix")]
+    if not mats or len({(len(m), len(m[0])) for m in mats}) != 1:
+        return None
+    return [[statistics.fmean(m[i][j] for m in mats) for j in range(len(mats[0][0]))] for i in range(len(mats[0]))]
+
+
+def load_spread(load_by_task: dict[str, list[float]]) -> float | None:
+    """Mean total-variation distance between the tasks' expert-load distributions: 0 = every task uses the experts
+    alike, 1 = disjoint experts per task (specialisation by task)."""
+    tasks = sorted(load_by_task)
+    pairs = [(a, b) for i, a in enumerate(tasks) for b in tasks[i + 1 :]]
+    if not pairs:
+        return None
+    tv = [0.5 * sum(abs(x - y) for x, y in zip(load_by_task[a], load_by_task[b])) for a, b in pairs]
+    return statistics.fmean(tv)
+
+
+def target_lines(by_method: dict[str, list]) -> list[str]:
+    """The success-ratio and per-stage r_e targets (per dataset)."""
+    lines = []
+    datasets = sorted({rec.dataset for recs in by_method.values() for rec in recs})
+    for ds in datasets:
+        sphere = [r for r in by_method.get(SPHERE_NAME, []) if r.dataset == ds]
+        moe = [r for r in by_method.get(MOE_NAME, []) if r.dataset == ds]
+        s = _mean(r.metrics.get("test/avg_success") for r in sphere)
+        m = _mean(r.metrics.get("test/avg_success") for r in moe)
+        if s is None or m is None:
+            ratio_ok, ours = None, "needs SPHERE and MoE PPO runs"
+        elif m == 0:
+            ratio_ok, ours = (s > 0) if s is not None else None, f"{s:.3f} vs 0.000 (ratio undefined; > 0 counts)"
+        else:
+            ratio_ok, ours = s / m >= SUCCESS_RATIO, f"{s:.3f} vs {m:.3f} = {s / m:.2f}x (n={len(sphere)}, {len(moe)})"
+        lines.append(f"| SPHERE avg success ≥ {SUCCESS_RATIO}x MoE PPO's | {ds} | {ours} | {_mark(ratio_ok)} |")
+        rs, rm = _stage_mean([stage_ranks(r.extra) for r in sphere]), _stage_mean([stage_ranks(r.extra) for r in moe])
+        if rs and rm and len(rs) == len(rm):
+            ok = all(a > b for a, b in zip(rs, rm))
+            ours = ", ".join(f"{a:.1f} vs {b:.1f}" for a, b in zip(rs, rm))
+        else:
+            ok, ours = None, "needs SPHERE and MoE PPO runs"
+        lines.append(f"| SPHERE r_e(K) > MoE PPO's at every stage boundary | {ds} | {ours} | {_mark(ok)} |")
+    return lines
+
+
+def _stage_mean(curves: list[list[float]]) -> list[float]:
+    curves = [c for c in curves if c]
+    if not curves or len({len(c) for c in curves}) != 1:
+        return []
+    return [statistics.fmean(c[i] for c in curves) for i in range(len(curves[0]))]
+
+
+def _latest_bench() -> tuple[str, dict] | None:
+    files = sorted((results_dir("sphere") / "bench").glob("*.json"))
+    if not files:
+        return None
+    benches = [(p.name, json.loads(p.read_text())) for p in files]
+    return max(benches, key=lambda b: b[1]["date"])
+
+
+def bench_lines(latest: tuple[str, dict] | None) -> list[str]:
+    if latest is None:
+        return []
+    name, bench = latest
+    lines = [
+        "## Speed: environment steps per second, PPO updates included",
+        "",
+        f"`zoo bench sphere --leaderboard` ({name}; methods interleaved in one process). Target: MoE PPO ≥ "
+        f"{SPEED_TARGET}x dense PPO.",
+        "",
+        "| method | env steps/s | rollout s | update s | vs dense | target |",
+        "|---|---|---|---|---|---|",
+    ]
+    for method, r in bench["results"].items():
+        ratio = r.get("ratio_vs_dense")
+        ok = None if ratio is None or method == "dense" else ratio >= SPEED_TARGET
+        lines.append(
+            f"| {method} | {r['env_steps_per_s']:.1f} | {r['rollout_s']:.1f} | {r['update_s']:.1f} | "
+            f"{fmt_value(ratio, 2)}x | {'' if method == 'dense' else _mark(ok)} |"
+        )
+    st = bench.get("settings", {})
+    lines += ["", f"Settings: {json.dumps(st)}. {bench.get('machine', '')}", ""]
+    return lines
+
+
+def sphere_tables(records) -> str:
+    """Markdown: targets needing more than a cell mean, success matrices, r_e per stage, routing by task, speed."""
+    lines = bench_lines(_latest_bench())
+    if not records:
+        return "\n".join(lines) + "\n" if lines else ""
+    by_method: dict[str, list] = defaultdict(list)
+    for rec in records:
+        by_method[rec.method].append(rec)
+    lines += [
+        "## Targets judged on the success matrices",
+        "",
+        "| target | where | ours | met |",
+        "|---|---|---|---|",
+        *target_lines(by_method),
+        "",
+        "## Success matrix (mean over seeds): row = after training on that task, column = task evaluated",
+        "",
+    ]
+    for method, recs in sorted(by_method.items()):
+        for ds in sorted({r.dataset for r in recs}):
+            extras = [r.extra or {} for r in recs if r.dataset == ds]
+            matrix, tasks = mean_matrix(extras), (extras[0].get("tasks") or [])
+            if matrix is None:
+                continue
+            lines += [f"**{method}**, {ds} (n={len(extras)})", "", "| after \\ on | " + " | ".join(tasks) + " |"]
+            lines.append("|---" * (len(tasks) + 1) + "|")
+            lines += [f"| {tasks[i]} | " + " | ".join(f"{v:.2f}" for v in row) + " |" for i, row in enumerate(matrix)]
+            lines.append("")
+    lines += ["## r_e(K) of the actor's empirical NTK at each stage boundary (mean over seeds)", ""]
+    lines += ["| method | dataset | r_e per stage |", "|---|---|---|"]
+    for method, recs in sorted(by_method.items()):
+        for ds in sorted({r.dataset for r in recs}):
+            curve = _stage_mean([stage_ranks(r.extra or {}) for r in recs if r.dataset == ds])
+            lines.append(f"| {method} | {ds} | {', '.join(f'{v:.1f}' for v in curve) or '—'} |")
+    routing = []
+    for method, recs in sorted(by_method.items()):
+        for rec in sorted(recs, key=lambda r: (r.dataset, r.seed)):
+            stages = (rec.extra or {}).get("routing_by_task_eval") or []
+            if not stages:
+                continue
+            final = {task: s["load"] for task, s in stages[-1].items()}
+            loads = "; ".join(f"{t}: " + " ".join(f"{x:.2f}" for x in v) for t, v in final.items())
+            routing.append(f"| {method} | {rec.seed} | {fmt_value(load_spread(final), 2)} | {loads} |")
+    if routing:
+        lines += [
+            "",
+            "## Expert load per task (final policy, evaluation states)",
+            "",
+            "Spread = mean total-variation distance between tasks' load vectors (0: all tasks use the experts alike;"
+            " 1: disjoint experts per task).",
+            "",
+            "| method | seed | spread | load per task |",
+            "|---|---|---|---|",
+            *routing,
+        ]
+    return "\n".join(lines) + "\n"
