@@ -19,7 +19,8 @@ from zoo_tasks.splatting.dnerf import SPLITS, Views, read_split
 
 
 class ViewDataset(Dataset):
-    """Item i of a split: ``{"image": (H, W, 3), "time": (), "viewmat": (4, 4), "K": (3, 3), "index": ()}``."""
+    """Item i of a split: ``{"image": (H, W, 3), "time": (), "viewmat": (4, 4), "K": (3, 3), "background": (3,),
+    "index": ()}``."""
 
     def __init__(self, views: Views) -> None:
         self.views = views
@@ -29,7 +30,14 @@ class ViewDataset(Dataset):
 
     def __getitem__(self, i: int) -> dict:
         v = self.views
-        return {"image": v.images[i], "time": v.times[i], "viewmat": v.viewmats[i], "K": v.K, "index": i}
+        return {
+            "image": v.images[i],
+            "time": v.times[i],
+            "viewmat": v.viewmats[i],
+            "K": v.K,
+            "background": v.background,
+            "index": i,
+        }
 
 
 class DNeRFDataModule(pl.LightningDataModule):

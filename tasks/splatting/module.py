@@ -1,0 +1,120 @@
+"""Stage 1: one deformation expert trained alone on a dynamic scene (``zoo fit --config configs/moe_gs/<expert>.yaml``).
+
+Each step renders one training view at its time with the chosen expert and minimises L1 + SSIM (Adam, 3DGS's
+per-attribute learning rates). Validation / test log PSNR and SSIM over the split's views; the test writes the first
+views' renders beside the ground truth into ``<log dir>/figures/``. No densification or pruning of Gaussians: the
+count is fixed (``num_gaussians``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+
+from zoo_tasks.splatting.experts import DynamicGaussians
+from zoo_tasks.splatting.exports import export_path, save_export
+from zoo_tasks.splatting.figures import side_by_side
+from zoo_tasks.splatting.objective import image_loss, image_metrics, render_view, unbatch
+
+DEFAULT_LR = {"scales": 5e-3, "quats": 1e-3, "opacity": 5e-2, "sh": 2.5e-3, "deform": 8e-4}
+FIGURE_VIEWS = 3
+
+
+def figure_dir(module: pl.LightningModule) -> str:
+    """``<log dir>/figures`` of the running trainer (the run folder), else ``./figures``."""
+    trainer = module._trainer
+    root = (trainer.log_dir or trainer.default_root_dir) if trainer is not None else "."
+    return os.path.join(root, "figures")
+
+
+def build_expert(expert: str, num_gaussians: int, sh_degree: int, expert_kwargs: dict | None) -> DynamicGaussians:
+    return DynamicGaussians(expert, num_gaussians, sh_degree, **(expert_kwargs or {}))
+
+
+def expert_param_groups(model: DynamicGaussians, lr_means: float, lr: dict[str, float]) -> list[dict]:
+    """Adam groups: canonical Gaussians per attribute, the deformation at ``lr["deform"]`` (per-Gaussian
+    trajectories at ``lr_means``, as they move positions like the means do)."""
+    deform_lr = lr_means if model.kind == "trajectory" else lr["deform"]
+    return [*model.gaussians.param_groups(lr_means, lr), {"params": list(model.deform.parameters()), "lr": deform_lr}]
+
+
+class ExpertGS(pl.LightningModule):
+    """One dynamic-Gaussian expert (see :mod:`zoo_tasks.splatting.experts`) trained on its own.
+
+    Args:
+        expert: ``"mlp"`` (Deformable-3DGS), ``"hexplane"`` (4DGaussians) or ``"trajectory"`` (SpacetimeGaussians).
+        num_gaussians: fixed number of Gaussians.
+        sh_degree: spherical-harmonics degree of the colours.
+        expert_kwargs: keyword arguments of the deformation class (widths, resolutions, degrees).
+        lr_means: learning rate of the means; ``lr`` the other groups (keys of ``DEFAULT_LR``).
+        ssim_weight: lambda of the L1 + SSIM loss.
+        backend: rasteriser, ``"auto"`` (gsplat CUDA on a GPU, else the tile rasteriser), ``"tiles"``, ``"dense"``.
+        export_name: when set, the trained expert is exported for the MoE stage (see
+            :mod:`zoo_tasks.splatting.exports`) at the end of fit.
+    """
+
+    def __init__(
+        self,
+        expert: str = "mlp",
+        num_gaussians: int = 5000,
+        sh_degree: int = 1,
+        expert_kwargs: dict | None = None,
+        lr_means: float = 1.6e-3,
+        lr: dict[str, float] | None = None,
+        ssim_weight: float = 0.2,
+        backend: str = "auto",
+        export_name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.model = build_expert(expert, num_gaussians, sh_degree, expert_kwargs)
+        self.figures: list[str] = []
+
+    def render(self, view: dict) -> torch.Tensor:
+        state = self.model(view["time"])
+        return render_view(state, view, backend=self.hparams.backend)[0]
+
+    def training_step(self, batch, batch_idx: int) -> dict:
+        view = unbatch(batch)
+        loss = image_loss(self.render(view), view["image"], self.hparams.ssim_weight)
+        self.log("train/loss", loss, prog_bar=True, batch_size=1)
+        return {"loss": loss}
+
+    def _evaluate(self, batch, stage: str) -> dict:
+        view = unbatch(batch)
+        pred = self.render(view)
+        for name, value in image_metrics(pred, view["image"]).items():
+            self.log(f"{stage}/{name}", value, on_epoch=True, sync_dist=True, batch_size=1)
+        return {"view": view, "pred": pred}
+
+    def validation_step(self, batch, batch_idx: int) -> dict:
+        self._evaluate(batch, "val")
+        return {}
+
+    def test_step(self, batch, batch_idx: int) -> dict:
+        out = self._evaluate(batch, "test")
+        if batch_idx < FIGURE_VIEWS:
+            path = os.path.join(figure_dir(self), f"test_{batch_idx:03d}_{self.hparams.expert}.png")
+            panels = {"ground truth": out["view"]["image"], self.hparams.expert: out["pred"]}
+            self.figures.append(side_by_side(panels, path))
+        return {}
+
+    def extra_results(self) -> dict:
+        n = self.hparams.num_gaussians
+        return {"figures": self.figures, "num_gaussians": n, "lpips": "not computed (no weights)"}
+
+    def on_fit_end(self) -> None:
+        if self.trainer.is_global_zero:
+            state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
+            paths = [os.path.join(self.trainer.log_dir or self.trainer.default_root_dir, "expert.pt")]
+            if self.hparams.export_name:
+                paths.append(export_path(self.hparams.export_name))
+            for path in paths:
+                save_export(Path(path), self.hparams, state, self.global_step)
+
+    def configure_optimizers(self):
+        lr = {**DEFAULT_LR, **(self.hparams.lr or {})}
+        return torch.optim.Adam(expert_param_groups(self.model, self.hparams.lr_means, lr), eps=1e-15)

@@ -1,0 +1,155 @@
+"""Stage 2: MoE-GS (Jin et al., ICLR 2026) -- frozen stage-1 experts blended per pixel by the volume-aware router.
+
+The experts are loaded from their stage-1 exports (:mod:`zoo_tasks.splatting.exports`) and frozen; only the router
+(per-Gaussian weights + Phi, :class:`~zoo_tasks.splatting.router.VolumePixelRouter`) trains, with RAdam on
+L1 + SSIM of the blended image ``I = sum_k G'_k I_k`` (``zoo.moe.combine_dense`` over the H W pixel tokens).
+Each expert is rendered once per view with its colour and its 3 router channels in the same pass.
+
+Test: PSNR / SSIM of the blend (``test/psnr``, ``test/ssim``) and of each expert alone (``test/psnr_<expert>``), the
+first views' renders of every expert and of the blend beside the ground truth, and the per-pixel expert-weight map.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytorch_lightning as pl
+import torch
+
+from zoo.errors import ConfigError
+from zoo.moe import combine_dense, weighted_aux_loss
+from zoo_tasks.splatting.exports import load_export
+from zoo_tasks.splatting.figures import side_by_side, weight_map
+from zoo_tasks.splatting.module import FIGURE_VIEWS, build_expert, figure_dir
+from zoo_tasks.splatting.objective import image_loss, image_metrics, render_view, unbatch
+from zoo_tasks.splatting.router import PAPER_ROUTER, VolumePixelRouter, pixel_rays
+
+
+class MoEGS(pl.LightningModule):
+    """MoE-GS router stage over frozen experts.
+
+    Args:
+        experts: stage-1 expert exports, by export name (this run's seed) or ``.pt`` path; at least two.
+        router_mode: ``"volume_pixel"`` (the paper), ``"volume"`` or ``"pixel"`` (the ablations).
+        router: ``"moe_gs"`` (the paper's rule) or a ``zoo.moe`` router name gating the same per-pixel features.
+        router_kwargs, top_k: for a ``zoo.moe`` router.
+        aux_weights: ``zoo.moe`` aux-loss weights (a ``zoo.moe`` router's load balance, ...); none in the paper.
+        hidden: width of Phi.
+        lr: RAdam learning rate of Phi; ``lr_weights`` of the per-Gaussian router weights.
+        ssim_weight, backend: as :class:`~zoo_tasks.splatting.module.ExpertGS`.
+    """
+
+    def __init__(
+        self,
+        experts: list[str] | None = None,
+        router_mode: str = "volume_pixel",
+        router: str = PAPER_ROUTER,
+        router_kwargs: dict | None = None,
+        top_k: int = 2,
+        aux_weights: dict[str, float] | None = None,
+        hidden: int = 32,
+        lr: float = 1e-3,
+        lr_weights: float = 1e-2,
+        ssim_weight: float = 0.2,
+        backend: str = "auto",
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        experts = list(experts or [])
+        if len(experts) < 2:
+            raise ConfigError(f"experts: MoE-GS blends at least two stage-1 experts, got {experts}")
+        self.experts = torch.nn.ModuleList()
+        self.expert_names: list[str] = []
+        for entry in experts:
+            blob, path = load_export(entry)
+            h = blob["hparams"]
+            model = build_expert(h["expert"], h["num_gaussians"], h.get("sh_degree", 1), h.get("expert_kwargs"))
+            model.load_state_dict(blob["state_dict"])
+            model.requires_grad_(False)
+            self.experts.append(model)
+            name = h["expert"]
+            self.expert_names.append(name if name not in self.expert_names else f"{name}{len(self.expert_names)}")
+        self.router = VolumePixelRouter(
+            [len(e.gaussians) for e in self.experts], router_mode, router, top_k, router_kwargs, hidden
+        )
+        self.figures: list[str] = []
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self.experts.eval()  # frozen
+        return self
+
+    def blend(self, view: dict):
+        """Render every expert (colour + router channels in one pass) and blend: (image (H, W, 3), per-expert
+        renders (H, W, E, 3), routing over the H W pixels)."""
+        height, width = view["image"].shape[:2]
+        renders, splats = [], []
+        for k, expert in enumerate(self.experts):
+            with torch.no_grad():
+                state = expert(view["time"])
+            extra = None
+            if self.router.needs_splat:
+                extra = self.router.gaussian_channels(k, state, view["viewmat"], view["time"])
+            rgb, splat, _ = render_view(state, view, extra, backend=self.hparams.backend)
+            renders.append(rgb.detach())
+            splats.append(splat)
+        rgb = torch.stack(renders, dim=2)  # (H, W, E, 3)
+        splat = None
+        if splats[0] is not None:
+            splat = torch.stack(splats, dim=2).reshape(height * width, len(self.experts), 3)
+        rays = pixel_rays(view["viewmat"], view["K"], width, height)
+        routing = self.router(splat, rays, view["time"])
+        image = combine_dense(rgb.reshape(height * width, len(self.experts), 3), routing).reshape(height, width, 3)
+        return image, rgb, routing
+
+    def loss_and_routing(self, batch) -> tuple[torch.Tensor, dict]:
+        view = unbatch(batch)
+        image, _, routing = self.blend(view)
+        loss = image_loss(image, view["image"], self.hparams.ssim_weight)
+        if self.hparams.aux_weights:
+            loss = loss + weighted_aux_loss(routing, self.hparams.aux_weights)
+        return loss, {"pixel_router": routing}
+
+    def training_step(self, batch, batch_idx: int) -> dict:
+        loss, routings = self.loss_and_routing(batch)
+        self.log("train/loss", loss, prog_bar=True, batch_size=1)
+        return {"loss": loss, "routing": routings}
+
+    def _evaluate(self, batch, stage: str):
+        view = unbatch(batch)
+        image, rgb, routing = self.blend(view)
+        for name, value in image_metrics(image, view["image"]).items():
+            self.log(f"{stage}/{name}", value, on_epoch=True, sync_dist=True, batch_size=1)
+        if stage == "test":
+            for k, name in enumerate(self.expert_names):
+                for metric, value in image_metrics(rgb[:, :, k], view["image"]).items():
+                    self.log(f"test/{metric}_{name}", value, on_epoch=True, sync_dist=True, batch_size=1)
+        return view, image, rgb, routing
+
+    def validation_step(self, batch, batch_idx: int) -> dict:
+        _, _, _, routing = self._evaluate(batch, "val")
+        return {"routing": {"pixel_router": routing.detach()}}
+
+    def test_step(self, batch, batch_idx: int) -> dict:
+        view, image, rgb, routing = self._evaluate(batch, "test")
+        if batch_idx < FIGURE_VIEWS:
+            folder = figure_dir(self)
+            panels = {"ground truth": view["image"], **{n: rgb[:, :, k] for k, n in enumerate(self.expert_names)}}
+            panels[f"MoE-GS ({self.hparams.router_mode})"] = image
+            self.figures.append(side_by_side(panels, os.path.join(folder, f"test_{batch_idx:03d}_all_methods.png")))
+            h, w = image.shape[:2]
+            weights = routing.dense_weights().reshape(h, w, -1)
+            path = os.path.join(folder, f"test_{batch_idx:03d}_weights.png")
+            self.figures.append(weight_map(weights, self.expert_names, path))
+        return {"routing": {"pixel_router": routing.detach()}}
+
+    def extra_results(self) -> dict:
+        return {"figures": self.figures, "experts": self.expert_names, "lpips": "not computed (no weights)"}
+
+    def configure_optimizers(self):
+        r = self.router
+        groups = [{"params": list(r.gauss_weights.parameters()), "lr": self.hparams.lr_weights}]
+        rest = [p for n, p in r.named_parameters() if not n.startswith("gauss_weights")]
+        if rest:
+            groups.append({"params": rest, "lr": self.hparams.lr})
+        return torch.optim.RAdam(groups)
