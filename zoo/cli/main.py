@@ -22,6 +22,9 @@ commands:
   evaluate --config FILE [--seeds 0 1 2] [--folds K] [--key value ...]
                                     the benchmark protocol on any config / your data (--data.init_args.path):
                                     fit + test per seed (x fold), mean ± std, under runs/evaluate/
+  tune TASK --row METHOD/DATASET [--trials N] [--router NAME]
+                                    Optuna search on the validation metric only (the task's declared space);
+                                    resumable study under runs/tune/, prints the chosen values
   bench NAME [args]                 side-by-side benchmarks: moe, and those of each task (`zoo list`)
 
 environment: ZOO_DATA_DIR, ZOO_DATA_MIRROR (read-only dataset mirror), ZOO_CACHE_DIR (downloads, writable copies)
@@ -93,6 +96,10 @@ def _run(argv: list[str]) -> int:
         from zoo.cli.evaluate import evaluate_main
 
         return evaluate_main(rest)
+    if command == "tune":
+        from zoo.cli.tune import tune_main
+
+        return tune_main(rest)
     if command == "bench":
         known = benches()
         if not rest or rest[0] not in known:

@@ -1,0 +1,123 @@
+"""``zoo tune TASK --row METHOD/DATASET``: search the row's hyper-parameters on the validation metric only.
+
+The space is the one the task declares for the row's method (``TaskSpec.search_spaces``), plus the router's own
+knobs when ``--router`` names one (``zoo.tuning.router_knobs``). Trials use the tuning seed (``--seed``, default
+``TUNE_SEED``, none of the benchmark seeds) and, for cross-validated rows, fold 0's training folds (its
+validation split is carved from them); no trial is tested. The study is stored under
+``runs/tune/<task>/<row>[__<router>]/`` and resumes when the command is run again. The result (``best.json``)
+holds the chosen values and the overrides that apply them; ``zoo reproduce`` applies them to rows that ask for
+tuning, and ``zoo reproduce matrix`` to every cell of the router table.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from zoo.cli.reproduce import row_args
+from zoo.cli.run_lock import RunLock
+from zoo.errors import ConfigError
+from zoo.leaderboard.record import record_key
+from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
+
+TUNE_SEED = 1000  # outside every benchmark's seeds: the selection noise is not the tested runs' own
+
+
+def find_row(spec: TaskSpec, text: str) -> BenchmarkRow:
+    """The benchmark row named ``method/dataset`` (exactly, else the only row containing ``text``)."""
+    names = {f"{row.method}/{row.dataset}": row for row in spec.benchmark}
+    if text in names:
+        return names[text]
+    matches = [name for name in names if text in name]
+    if len(matches) == 1:
+        return names[matches[0]]
+    shown = ", ".join(matches[:8] or list(names)[:8])
+    raise ConfigError(
+        f"--row {text!r} matches {len(matches)} rows of {spec.name}; give one 'method/dataset' of: {shown}"
+        + (" ..." if len(matches or names) > 8 else "")
+    )
+
+
+def row_space(spec: TaskSpec, row: BenchmarkRow, router: str | None = None) -> dict:
+    """The search space of ``row``: its method's declared space, plus ``router``'s knobs."""
+    from zoo.tuning.router_knobs import router_space
+    from zoo.tuning.space import check_space
+
+    if row.method not in spec.search_spaces:
+        declared = ", ".join(sorted(spec.search_spaces)) or "none"
+        raise ConfigError(
+            f"task {spec.name} declares no search space for method {row.method!r} (TaskSpec.search_spaces: {declared})"
+        )
+    space = dict(spec.search_spaces[row.method])
+    check_space(space, f"{spec.name} / {row.method}")
+    if router:
+        space.update(router_space(router, spec.router_arg))
+    return space
+
+
+def study_folder(spec: TaskSpec, row: BenchmarkRow, router: str | None, runs: Path) -> Path:
+    name = record_key(row.method, row.dataset, TUNE_SEED, None).rsplit("__seed", 1)[0]
+    return runs / "tune" / spec.name / (f"{name}__{router}" if router else name)
+
+
+def tune_row(
+    spec: TaskSpec,
+    row: BenchmarkRow,
+    trials: int,
+    router: str | None = None,
+    extra: tuple[str, ...] = (),
+    seed: int = TUNE_SEED,
+    runs: Path | None = None,
+):
+    """Run (or resume, or read back) the study of ``row`` [with ``router``]; its ``TuneResult``."""
+    from zoo.tuning.study import read_best, run_study
+
+    folder = study_folder(spec, row, router, runs or repository_root() / "runs")
+    best = read_best(folder)
+    if best is not None and best.trials >= trials:
+        return best
+    args = [*row_args(spec, row, seed, 0 if row.folds else None, quick=False), *extra]
+    if router:
+        args.append(f"--{spec.router_arg}.router={router}")
+    lock = RunLock(folder)
+    if not lock.acquire():
+        raise ConfigError(f"{folder}: another process tunes this row ({lock.holder()}); wait for it")
+    try:
+        return run_study(args, row_space(spec, row, router), folder, trials, seed=0, metric=spec.tune_metric)
+    finally:
+        lock.release()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="zoo tune", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("task")
+    p.add_argument("--row", required=True, help="benchmark row 'method/dataset' (or a unique part of it)")
+    p.add_argument("--trials", type=int, default=20, help="finished trials (complete or pruned) to run")
+    p.add_argument("--router", default=None, help="tune this router (zoo.moe.ROUTERS) and its knobs")
+    p.add_argument("--seed", type=int, default=TUNE_SEED, help=f"seed of every trial (default {TUNE_SEED})")
+    p.add_argument("--runs", type=Path, default=None, help="folder for the study and its trials (default: runs/)")
+    return p
+
+
+def tune_main(argv: list[str]) -> int:
+    ns, extra = _parser().parse_known_args(argv)
+    if ns.trials < 1:
+        raise ConfigError(f"--trials {ns.trials}: must be at least 1")
+    spec = get_task(ns.task)
+    row = find_row(spec, ns.row)
+    if ns.router:
+        from zoo.moe import ROUTERS
+
+        if ns.router not in ROUTERS:
+            raise ConfigError(f"unknown router {ns.router!r}; valid: {', '.join(sorted(ROUTERS))}")
+    result = tune_row(spec, row, ns.trials, ns.router, tuple(extra), ns.seed, ns.runs)
+    print(
+        f"zoo tune {spec.name} {row.method}/{row.dataset}"
+        + (f" router={ns.router}" if ns.router else "")
+        + f": best {result.metric} {result.value:.4f} over {result.trials} trials ({result.pruned} pruned)"
+    )
+    for key, value in result.params.items():
+        print(f"  {key} = {value}")
+    print(f"  study: {result.study}")
+    print(f"  zoo fit --config {spec.config_path(row.config)} {' '.join([*row.overrides, *result.overrides])}")
+    return 0
