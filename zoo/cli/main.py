@@ -18,7 +18,10 @@ commands:
   reproduce TASK [--quick] [--only SUBSTRING] [--dry-run]
                                     run the task's benchmark rows (skipping recorded ones) and render
                                     leaderboard/TASK.md
-  render TASK                       re-render leaderboard/TASK.md from its records
+  reproduce matrix [--only TASK] [--routers a,b]
+                                    the router x task table: tune every router (and the dense twin) with the
+                                    same budget, run the seeds -> leaderboard/router_matrix.md
+  render TASK                       re-render leaderboard/TASK.md from its records (TASK matrix: the router table)
   evaluate --config FILE [--seeds 0 1 2] [--folds K] [--key value ...]
                                     the benchmark protocol on any config / your data (--data.init_args.path):
                                     fit + test per seed (x fold), mean ± std, under runs/evaluate/

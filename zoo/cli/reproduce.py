@@ -105,7 +105,7 @@ def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path
     return line
 
 
-def _refuse_dirty_tree() -> None:
+def refuse_dirty_tree() -> None:
     """Records must name the code that made them: refuse while source files differ from HEAD."""
     dirty = dirty_sources()
     if dirty:
@@ -130,12 +130,21 @@ def reproduce_main(argv: list[str]) -> int:
         p.add_argument("task")
         p.add_argument("--leaderboard", type=Path, default=repository_root() / "leaderboard")
         ns = p.parse_args(argv)
+        if ns.task == "matrix":
+            from zoo.cli.matrix import page
+
+            print(page(ns.leaderboard))
+            return 0
         print(_write_pages(get_task(ns.task), ns.leaderboard))
         return 0
+    if argv[:1] == ["matrix"]:
+        from zoo.cli.matrix import matrix_main
+
+        return matrix_main(argv[1:])
     ns = _parser().parse_args(argv)
     spec = get_task(ns.task)
     if not ns.quick and not ns.dry_run and not ns.allow_dirty:
-        _refuse_dirty_tree()
+        refuse_dirty_tree()
     runs_root = ns.runs or repository_root() / "runs"
     leaderboard = ns.leaderboard or (
         runs_root / "quick" / "leaderboard" if ns.quick else repository_root() / "leaderboard"

@@ -1,0 +1,46 @@
+"""`zoo reproduce matrix` (issue 26): every router and the dense twin on a task's matrix row, each tuned with the
+same budget on validation, then tested on the row's seeds; routers that cannot route the mixture get their
+reason; the page is generated from the records alone and resumes."""
+
+import json
+
+from zoo_testing import make_record, run_zoo
+
+from zoo.leaderboard.matrix import render_matrix
+
+
+def test_matrix_tunes_runs_and_marks_routers_that_do_not_apply(zoo_env, tmp_path):
+    board, runs = tmp_path / "board", tmp_path / "runs"
+    args = ["reproduce", "matrix", "--only", "toy", "--routers", "topk,expert_choice", "--allow-dirty"]
+    args += ["--leaderboard", str(board), "--runs", str(runs)]
+    first = run_zoo(args, zoo_env, tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    results = board / "results" / "router_matrix"
+    assert sorted(p.name for p in results.glob("*.json")) == ["dense__toy__seed0.json", "topk__toy__seed0.json"]
+    record = json.loads((results / "topk__toy__seed0.json").read_text())
+    assert record["config"]["model"]["init_args"]["router"] == "topk"
+    tuning = record["extra"]["tuning"]
+    assert tuning["trials"] == 2 and tuning["metric"] == "val/acc" and "lr" in tuning["space"]
+    assert record["config"]["model"]["init_args"]["lr"] == tuning["params"]["model.init_args.lr"]
+    assert record["config"]["trainer"]["max_epochs"] == 2  # the matrix row's overrides
+    reasons = [json.loads(line) for line in (results / "not_applicable.jsonl").read_text().splitlines()]
+    assert reasons[0]["router"] == "expert_choice" and "per-sample mixture" in reasons[0]["reason"]
+    page = (board / "router_matrix.md").read_text()
+    assert "| toy (test/acc ↑) |" in page and "n/a: " in page and "[1]" in page
+    again = run_zoo(args + ["--dry-run"], zoo_env, tmp_path)
+    assert again.returncode == 0 and "runs to do" not in again.stdout  # everything recorded or marked n/a
+
+
+def test_matrix_page_ranks_within_a_row_and_reports_health():
+    routing = {"test": {"block": {"load_entropy": 0.9, "dead_experts": 1, "dropped_tokens": 5, "tokens": 100}}}
+    records = [
+        make_record("router_matrix", "dense", "t", {"test/mse": 0.5}, seed=0),
+        make_record("router_matrix", "topk", "t", {"test/mse": 0.4}, seed=0, routing=routing),
+        make_record("router_matrix", "topk", "t", {"test/mse": 0.6}, seed=1, routing=routing),
+        make_record("router_matrix", "soft", "t", {"test/mse": 0.45}, seed=0),
+    ]
+    page = render_matrix(records, {"t": ("test/mse", False)}, ["soft", "topk", "kern"], {("t", "kern"): "no"})
+    row = next(line for line in page.splitlines() if line.startswith("| t (test/mse ↓)"))
+    assert "0.5000 ± 0.0000 (1) [2]" in row and "0.5000 ± 0.1414 (2) [3]" in row and "0.4500 ± 0.0000 (1) [1]" in row
+    assert "n/a: no" in row
+    assert "| t | — | 0.900 / 1.0 / 0.050 | — |" in page

@@ -1,0 +1,176 @@
+"""``zoo reproduce matrix``: the router x task table (issue 26), resumable, one record per tested run.
+
+For every task whose spec names a :class:`~zoo.registry.MatrixRow`, and for its dense twin and every router in
+``zoo.moe.ROUTERS``: build the model once with that router (a router that cannot route the task's mixture
+refuses with a ConfigError, whose line becomes the cell's reason), tune the cell with ``zoo tune``'s study (the
+row's declared space plus the router's knobs, the same number of trials for every cell), then fit and test the
+chosen config on the row's benchmark seeds (times its folds). Records go to ``leaderboard/results/router_matrix/``
+and the page to ``leaderboard/router_matrix.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from zoo.cli.fit_test import fit_and_test
+from zoo.cli.reproduce import refuse_dirty_tree, row_args
+from zoo.cli.run_lock import RunLock
+from zoo.cli.tune import find_row, study_folder, tune_row
+from zoo.code_closure import source_hash
+from zoo.errors import ConfigError
+from zoo.leaderboard.matrix import (
+    DENSE,
+    MATRIX_TASK,
+    read_not_applicable,
+    render_matrix,
+    write_not_applicable,
+)
+from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, write_record
+from zoo.registry import TaskSpec, discover, repository_root
+from zoo.runinfo import git_commit, machine, package_versions
+
+
+def matrix_specs(only: list[str]) -> list[TaskSpec]:
+    specs = [load.spec for load in discover() if load.spec is not None and load.spec.matrix is not None]
+    if only:
+        specs = [s for s in specs if s.name in only]
+        missing = sorted(set(only) - {s.name for s in specs})
+        if missing:
+            raise ConfigError(f"--only {', '.join(missing)}: no such task with a matrix row")
+    return sorted(specs, key=lambda s: s.name)
+
+
+def _cells(spec: TaskSpec, routers: list[str]):
+    matrix = spec.matrix
+    yield DENSE, find_row(spec, matrix.dense), None
+    moe = find_row(spec, matrix.row)
+    for router in routers:
+        yield router, moe, router
+
+
+def _probe(spec: TaskSpec, row, router: str, runs: Path) -> str | None:
+    """None when the task's model builds with ``router``; else the one-line reason it refuses."""
+    from zoo.tuning.study import direction_of
+
+    args = [*row_args(spec, row, 0, 0 if row.folds else None, quick=False), *spec.matrix.overrides]
+    args.append(f"--{spec.router_arg}.router={router}")
+    try:
+        direction_of(args, spec.tune_metric, study_folder(spec, row, router, runs) / "probe")
+    except ConfigError as exc:
+        return str(exc).split("\n")[0]
+    return None
+
+
+def page(leaderboard: Path) -> Path:
+    from zoo.moe import ROUTERS
+
+    metrics = {}
+    for load in discover():
+        if load.spec is not None and load.spec.matrix is not None and load.spec.metrics:
+            metric = load.spec.metrics[0]
+            metrics[load.spec.name] = (metric, metric in load.spec.higher_is_better)
+    notes_file = leaderboard / "notes" / f"{MATRIX_TASK}.md"
+    text = render_matrix(
+        read_records(MATRIX_TASK, leaderboard),
+        metrics,
+        sorted(ROUTERS),
+        read_not_applicable(leaderboard),
+        notes_file.read_text() if notes_file.is_file() else "",
+    )
+    out = leaderboard / f"{MATRIX_TASK}.md"
+    out.write_text(text)
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="zoo reproduce matrix", description=__doc__)
+    p.add_argument("--only", action="append", default=[], help="tasks to run (repeatable; default: all)")
+    p.add_argument("--routers", default="", help="comma-separated routers (default: every router)")
+    p.add_argument("--dry-run", action="store_true", help="list the cells and runs to do, and exit")
+    p.add_argument("--allow-dirty", action="store_true", help="write records from uncommitted sources")
+    p.add_argument("--leaderboard", type=Path, default=None)
+    p.add_argument("--runs", type=Path, default=None)
+    return p
+
+
+def matrix_main(argv: list[str]) -> int:
+    from zoo.moe import ROUTERS
+
+    ns = _parser().parse_args(argv)
+    routers = [r for r in ns.routers.split(",") if r] or sorted(ROUTERS)
+    unknown = sorted(set(routers) - set(ROUTERS))
+    if unknown:
+        raise ConfigError(f"--routers: unknown {', '.join(unknown)}; valid: {', '.join(sorted(ROUTERS))}")
+    if not ns.dry_run and not ns.allow_dirty:
+        refuse_dirty_tree()
+    runs = ns.runs or repository_root() / "runs"
+    leaderboard = ns.leaderboard or repository_root() / "leaderboard"
+    done = {rec.key() for rec in read_records(MATRIX_TASK, leaderboard)}
+    skipped = read_not_applicable(leaderboard)
+    failures = 0
+    for spec in matrix_specs(ns.only):
+        matrix = spec.matrix
+        for label, row, router in _cells(spec, routers):
+            todo = [
+                (seed, fold)
+                for seed in matrix.seeds
+                for fold in (range(row.folds) if row.folds else [None])
+                if record_key(label, spec.name, seed, fold) not in done
+            ]
+            if (spec.name, label) in skipped or not todo:
+                continue
+            print(f"{spec.name} / {label}: {len(todo)} runs to do", flush=True)
+            if ns.dry_run:
+                continue
+            if router is not None:
+                reason = _probe(spec, row, router, runs)
+                if reason is not None:
+                    print(f"  n/a: {reason}", flush=True)
+                    write_not_applicable(spec.name, router, reason, leaderboard)
+                    continue
+            tuned = tune_row(spec, row, matrix.trials, router, tuple(matrix.overrides), runs=runs)
+            for seed, fold in todo:
+                key = record_key(label, spec.name, seed, fold)
+                run_dir = runs / "reproduce" / MATRIX_TASK / f"{spec.name}__{key}"
+                lock = RunLock(run_dir)
+                if not lock.acquire():
+                    print(f"  {key}: another process runs it", flush=True)
+                    continue
+                try:
+                    if record_path(MATRIX_TASK, key, leaderboard).exists():
+                        continue
+                    args = [*row_args(spec, row, seed, fold, quick=False), *matrix.overrides]
+                    if router is not None:
+                        args.append(f"--{spec.router_arg}.router={router}")
+                    result = fit_and_test([*args, *tuned.overrides], run_dir)
+                    extra = {**result.extra, "tuning": tuned.to_dict(), "row": f"{row.method}/{row.dataset}"}
+                    record = RunRecord(
+                        task=MATRIX_TASK,
+                        method=label,
+                        dataset=spec.name,
+                        metrics=result.metrics,
+                        seed=seed,
+                        fold=fold,
+                        config=result.config,
+                        versions=package_versions(),
+                        wall_time_s=result.wall_time_s,
+                        commit=git_commit(),
+                        machine=machine(),
+                        reduced=True,
+                        note=f"{row.method}/{row.dataset} with {' '.join(matrix.overrides) or 'its settings'}",
+                        extra=extra,
+                        routing=result.routing,
+                        source_hash=source_hash(result.config),
+                    )
+                    if not record.metrics or any(math.isnan(v) for v in record.metrics.values()):
+                        failures += 1
+                    write_record(record, leaderboard)
+                    print(f"  {key}: {record.metrics}", flush=True)
+                finally:
+                    lock.release()
+                page(leaderboard)
+    if not ns.dry_run:
+        print(page(leaderboard))
+    return 1 if failures else 0
