@@ -1,0 +1,81 @@
+"""The SPHERE plugin: registered with its bench, every row's config builds through the zoo CLI with the sequence in
+CW10's order, the gate's router is a config key, and the extra tables judge the issue's targets."""
+
+import pytest
+from zoo_testing import make_record
+
+from zoo.registry import get_task
+from zoo_tasks.rl.continual.metaworld_envs import CW10
+from zoo_tasks.rl.continual.spec import METHODS, SEQUENCE, SPHERE, STEPS_PER_TASK
+from zoo_tasks.rl.continual.tables import load_spread, mean_matrix, sphere_tables, stage_ranks
+
+
+def test_registered_with_its_benchmark_program():
+    import importlib
+
+    from zoo.registry import benchmarks
+    from zoo_tasks.rl.continual import bench
+
+    assert get_task("sphere") is SPHERE
+    module, _, function = benchmarks()["sphere"].partition(":")
+    assert getattr(importlib.import_module(module), function) is bench.main
+
+
+def test_sequence_is_a_cw10_subsequence_in_cw10_order():
+    positions = [CW10.index(t) for t in SEQUENCE]
+    assert positions == sorted(positions) and len(SEQUENCE) >= 2
+
+
+@pytest.mark.parametrize("row", SPHERE.benchmark, ids=lambda r: r.method)
+def test_each_row_builds_agent_and_sequence(row):
+    from zoo.cli.lightning_cli import ZooCLI
+
+    cli = ZooCLI(args=["--config", str(SPHERE.config_path(row.config)), *row.overrides], run=False)
+    assert type(cli.model).__name__ == "ContinualPPO" and row.reduced and row.seeds == (0, 1, 2)
+    assert cli.datamodule.tasks == SEQUENCE and cli.datamodule.steps_per_task == STEPS_PER_TASK
+    hp = cli.model.hparams
+    assert (hp.actor, hp.penalty) == {
+        "Dense PPO": ("dense", "none"),
+        "MoE PPO": ("moe", "none"),
+        "SPHERE": ("moe", "sphere"),
+        "SPHERE (no routing weights)": ("moe", "unweighted"),
+    }[row.method]
+    if hp.actor == "moe":
+        assert (hp.num_experts, hp.top_k, hp.router) == (10, 2, "topk")
+    if hp.penalty != "none":
+        assert hp.penalty_ratio == 0.001
+    assert set(METHODS) == {r.method for r in SPHERE.benchmark}
+
+
+def test_the_gate_router_is_a_config_key():
+    from zoo.cli.lightning_cli import ZooCLI
+
+    path = str(SPHERE.config_path("sphere.yaml"))
+    cli = ZooCLI(args=["--config", path, "--model.init_args.router=dtop_p"], run=False)
+    assert cli.model.hparams.router == "dtop_p"
+
+
+def _extra(matrix, ranks, loads):
+    return {
+        "tasks": ["a", "b"],
+        "success_matrix": matrix,
+        "effective_rank": [[100 * (i + 1), i, r] for i, r in enumerate(ranks)] + [[50, -1, 99.0]],
+        "routing_by_task_eval": [{t: {"load": v} for t, v in loads.items()}],
+    }
+
+
+def test_extra_tables_judge_the_success_ratio_and_the_rank_at_every_stage():
+    ds = "seq"
+    recs = [
+        make_record("sphere", "SPHERE", ds, {"test/avg_success": 0.6}, seed=0,
+                    extra=_extra([[0.9, 0.1], [0.5, 0.7]], [20.0, 18.0], {"a": [1, 0], "b": [0, 1]})),
+        make_record("sphere", "MoE PPO", ds, {"test/avg_success": 0.3}, seed=0,
+                    extra=_extra([[0.8, 0.0], [0.2, 0.4]], [15.0, 19.0], {"a": [0.5, 0.5], "b": [0.5, 0.5]})),
+    ]  # fmt: skip
+    page = sphere_tables(recs)
+    assert "| SPHERE avg success ≥ 1.5x MoE PPO's | seq | 0.600 vs 0.300 = 2.00x (n=1, 1) | ✓ |" in page
+    assert "| SPHERE r_e(K) > MoE PPO's at every stage boundary | seq | 20.0 vs 15.0, 18.0 vs 19.0 | ✗ |" in page
+    assert "| a | 0.90 | 0.10 |" in page and "| SPHERE | 0 | 1.00 |" in page and "| MoE PPO | 0 | 0.00 |" in page
+    assert stage_ranks(recs[0].extra) == [20.0, 18.0]  # the off-boundary entry (stage -1) is left out
+    assert mean_matrix([recs[0].extra, recs[1].extra]) == [[pytest.approx(0.85), 0.05], [0.35, pytest.approx(0.55)]]
+    assert load_spread({"a": [1, 0]}) is None
