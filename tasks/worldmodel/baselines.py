@@ -3,7 +3,8 @@
 `MLPEnsemble` (the PETS / MBPO-style ensemble of the reference's ``MLPEnsemble``; Chua et al. 2018): ``members``
 MLPs ``[s_t | a_t] (Do + Da) -> s_{t+1} - s_t (Do)`` for ONE robot, trained on its one-step pairs with MSE and
 rolled out autoregressively with the members' mean. `repeat_last`: the last prefix observation for every future
-step, the floor every model must beat.
+step, the floor every model must beat; `predict_mean`: the robot's mean state (0 in the normalised space), the
+second floor (what a model that ignores the prefix and the actions reaches).
 """
 
 from __future__ import annotations
@@ -52,3 +53,8 @@ class MLPEnsemble(nn.Module):
 def repeat_last(x: Tensor, obs_dim: int, prefix: int) -> Tensor:
     """(B, T, M) -> (B, T - prefix, Do): the last prefix observation, repeated."""
     return x[:, prefix - 1 : prefix, :obs_dim].expand(-1, x.shape[1] - prefix, -1)
+
+
+def predict_mean(x: Tensor, obs_dim: int, prefix: int) -> Tensor:
+    """(B, T, M) -> (B, T - prefix, Do) zeros: the robot's mean state in the normalised space."""
+    return x.new_zeros(x.shape[0], x.shape[1] - prefix, obs_dim)

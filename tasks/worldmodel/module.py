@@ -6,7 +6,8 @@ Methods (``method``):
     no_structure  WestWorld without the structural embedding / mask;
     trajworld     TrajWorld-like: same tokens, dense FFN, no structure, causal attention along time;
     mlp_ensemble  an MLP dynamics ensemble of one robot (``mlp_robot``), rolled out autoregressively;
-    repeat_last   the last prefix observation, repeated (nothing to train).
+    repeat_last   the last prefix observation, repeated (nothing to train);
+    mean          the robot's mean state, i.e. 0 in the normalised space (nothing to train).
 
 Token models read soft HL-Gauss bins of every normalised scalar and are trained with cross-entropy on the
 next-step observation bins; observations after the ``prefix`` are hidden (a learned query token), as in the
@@ -27,7 +28,7 @@ from torch import Tensor
 
 from zoo.errors import ConfigError
 from zoo.moe import weighted_aux_loss
-from zoo_tasks.worldmodel.baselines import MLPEnsemble, repeat_last
+from zoo_tasks.worldmodel.baselines import MLPEnsemble, predict_mean, repeat_last
 from zoo_tasks.worldmodel.model import WestWorldNet
 from zoo_tasks.worldmodel.tokens import BinSupport
 
@@ -37,7 +38,7 @@ TOKEN_METHODS = {
     "no_structure": dict(moe=True, structure=False, temporal="mamba"),
     "trajworld": dict(moe=False, structure=False, temporal="attention"),
 }
-METHODS = (*TOKEN_METHODS, "mlp_ensemble", "repeat_last")
+METHODS = (*TOKEN_METHODS, "mlp_ensemble", "repeat_last", "mean")
 
 
 class WorldModel(pl.LightningModule):
@@ -99,7 +100,7 @@ class WorldModel(pl.LightningModule):
             s = robot_structure(mlp_robot)
             self.mlp = MLPEnsemble(s.obs_dim, s.act_dim, hidden=mlp_hidden, members=mlp_members)
         else:
-            self.placeholder = torch.nn.Parameter(torch.zeros(()))  # repeat_last: nothing to learn
+            self.placeholder = torch.nn.Parameter(torch.zeros(()))  # repeat_last / mean: nothing to learn
         self._eval = defaultdict(lambda: torch.zeros(3, dtype=torch.float64))
         self._gates: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
         self._plots: dict[str, str] = {}
@@ -136,7 +137,8 @@ class WorldModel(pl.LightningModule):
         if self.mlp is not None:
             return self.mlp.rollout(x, p), {}
         if self.net is None:
-            return repeat_last(x, do, p), {}
+            floor = repeat_last if self.hparams.method == "repeat_last" else predict_mean
+            return floor(x, do, p), {}
         logits, routings = self.token_forward(batch)
         return self.support.decode(torch.softmax(logits[:, p - 1 : -1].float(), -1)), routings
 
