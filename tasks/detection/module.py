@@ -43,6 +43,21 @@ def require_mmdet() -> None:
         ) from None
 
 
+def _quiet_init_weights(detector) -> None:
+    """``init_weights`` without mmengine's one INFO line per parameter."""
+    import logging
+
+    from mmengine.logging import MMLogger
+
+    logger = MMLogger.get_current_instance()
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        detector.init_weights()
+    finally:
+        logger.setLevel(level)
+
+
 class DroneDINOModule(pl.LightningModule):
     """mmdet DINO / DroneDINO for RGB, IR and RGB-IR detection (see the module docstring).
 
@@ -134,7 +149,7 @@ class DroneDINOModule(pl.LightningModule):
             two_stream,
         )
         self.detector = MODELS.build(cfg)
-        self.detector.init_weights()
+        _quiet_init_weights(self.detector)
         self.register_buffer("mean", torch.tensor(MEAN).view(1, 3, 1, 1), persistent=False)
         self.register_buffer("std", torch.tensor(STD).view(1, 3, 1, 1), persistent=False)
         self.metrics = TaskCocoMetrics(CLASSES)
@@ -175,7 +190,10 @@ class DroneDINOModule(pl.LightningModule):
         """Total loss (DINO's losses + weighted aux losses), the routings, and DINO's loss terms."""
         x, samples = self.mmdet_inputs(batch)
         losses = self.detector.loss(x, samples)
-        terms = {k: (sum(v) if isinstance(v, list) else v) for k, v in losses.items() if "loss" in k}
+        # as mmengine's parse_losses: the mean of each term (a list of tensors: the sum of their means)
+        terms = {
+            k: (sum(t.mean() for t in v) if isinstance(v, list) else v.mean()) for k, v in losses.items() if "loss" in k
+        }
         loss = sum(terms.values())
         routing = self.routings()
         if routing and any(self.aux_weights.values()):
