@@ -59,8 +59,8 @@ class DynamicLinkDataModule(pl.LightningDataModule):
     """DyGLib link prediction (Yu et al., NeurIPS 2023) on ``name="uci"`` (CollegeMsg from the catalogue) or
     ``path``: a user's CSV ``src,dst,timestamp[,edge features...]`` (optional header; see ``events.py``).
 
-    ``train_fraction`` < 1 trains on the first part of the training edges only (smoke runs); ``eval_strategies``:
-    the negative-sampling strategies tested."""
+    ``train_stride`` k > 1 trains on every k-th training batch only (still chronological and spread over the whole
+    training period: a reduced-compute epoch); ``eval_strategies``: the negative-sampling strategies tested."""
 
     def __init__(
         self,
@@ -74,7 +74,7 @@ class DynamicLinkDataModule(pl.LightningDataModule):
         val_ratio: float = 0.15,
         test_ratio: float = 0.15,
         eval_strategies: list[str] | None = None,
-        train_fraction: float = 1.0,
+        train_stride: int = 1,
         feature_width: int = DYGLIB_FEATURE_WIDTH,
         sequences: bool = True,
     ):
@@ -87,14 +87,14 @@ class DynamicLinkDataModule(pl.LightningDataModule):
             raise ConfigError(f"eval_strategies={strategies!r}; valid: {', '.join(STRATEGIES)}")
         if max_sequence_length % patch_size or max_sequence_length < 2:
             raise ConfigError(f"max_sequence_length={max_sequence_length} must be >= 2 and a multiple of patch_size")
-        if not 0 < train_fraction <= 1:
-            raise ConfigError(f"train_fraction={train_fraction} must be in (0, 1]")
+        if train_stride < 1:
+            raise ConfigError(f"train_stride={train_stride} must be >= 1")
         self.save_hyperparameters()
         self.name, self.path, self.data_dir = name, path, data_dir
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.max_length, self.patch_size = max_sequence_length, patch_size
         self.strategies = strategies
-        self.train_fraction = train_fraction
+        self.train_stride = train_stride
         self.feature_width = feature_width
         self.sequences = sequences  # False: ids only (EdgeBank needs no neighbour sequences)
         self.graph: TemporalGraph | None = None
@@ -184,8 +184,9 @@ class DynamicLinkDataModule(pl.LightningDataModule):
 
     def train_dataloader(self):
         data = self.split.train
-        if self.train_fraction < 1:
-            keep = np.arange(int(len(data) * self.train_fraction))
+        if self.train_stride > 1:
+            batch = np.arange(len(data)) // self.batch_size
+            keep = batch % self.train_stride == 0
             data = Interactions(data.src[keep], data.dst[keep], data.ts[keep], data.edge_ids[keep])
         rng = np.random.RandomState(torch.initial_seed() % 2**32)
         return self._loader(data, self.batch_size, self.train_finder, None, rng)

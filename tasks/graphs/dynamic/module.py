@@ -194,6 +194,10 @@ class EdgeBankPredictor(pl.LightningModule):
         self.save_hyperparameters()
         self._eval = _Evaluation()
 
+    def training_step(self, batch: dict, batch_idx: int) -> None:
+        """Never called (``max_epochs: 0``); Lightning requires the method to exist."""
+        return None
+
     def _mode(self, loader: int) -> str:
         strategy = self.trainer.datamodule.strategies[loader // 2]
         return UCI_MEMORY[strategy] if self.hparams.memory == "dyglib" else self.hparams.memory

@@ -126,8 +126,9 @@ class CurvatureAttention(nn.Module):
 
 class CurvatureFFN(nn.Module):
     """A feed-forward expert on a κ-stereographic manifold (HNN-style Möbius layers, Ganea et al. 2018):
-    ``y = logmap0(W_2 ⊗_κ expmap0(gelu(logmap0(W_1 ⊗_κ expmap0(x)))))`` plus Euclidean biases in the tangent
-    space. (B, L, D) -> (B, L, D); κ = 0 is an ordinary two-layer GELU MLP."""
+    each layer ``u -> logmap0((W ⊗_κ expmap0(s u)) ⊕_κ expmap0(s b)) / s`` (s = 1/sqrt(D) keeps points away from
+    the ball's boundary), GELU in between. (B, L, D) -> (B, L, D); κ = 0 is an ordinary two-layer GELU MLP.
+    (Without the Möbius bias the layer would be linear for every κ: logmap0(W ⊗ expmap0(u)) = W u.)"""
 
     def __init__(self, dim: int, hidden: int, init_curvature: float, learn_curvature: bool = True):
         super().__init__()
@@ -141,10 +142,12 @@ class CurvatureFFN(nn.Module):
         return self.manifold.k
 
     def _mobius_linear(self, layer: nn.Linear, x: Tensor, scale: float) -> Tensor:
+        # logmap0(W ⊗ expmap0(u)) = W u for every κ, so the curvature acts through the Möbius bias addition
         curv = self.manifold.k
         point = kmath.project(kmath.expmap0(x * scale, k=curv), k=curv)
-        out = kmath.mobius_matvec(layer.weight, point, k=curv)
-        return kmath.logmap0(out, k=curv) / scale + layer.bias
+        bias = kmath.expmap0(layer.bias * scale, k=curv)
+        out = kmath.project(kmath.mobius_add(kmath.mobius_matvec(layer.weight, point, k=curv), bias, k=curv), k=curv)
+        return kmath.logmap0(out, k=curv) / scale
 
     def forward(self, x: Tensor) -> Tensor:
         hidden = nn.functional.gelu(self._mobius_linear(self.fc1, x, self.scale))
