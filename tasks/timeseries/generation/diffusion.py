@@ -89,6 +89,15 @@ class GaussianDiffusion(nn.Module):
         mean = _take(self.posterior_mean_coef1, t, n) * x0 + _take(self.posterior_mean_coef2, t, n) * xt
         return mean, _take(self.posterior_log_variance, t, n)
 
+    def sampling_steps(self, steps: int | None = None) -> Tensor:
+        """The (S,) timesteps the sampler visits, ascending: all of them, or ``steps`` evenly spaced ones from 0 to
+        T - 1 (the respacing of Nichol & Dhariwal 2021, Sec. 4: the same abar at fewer steps)."""
+        if steps is None or steps >= self.timesteps:
+            return torch.arange(self.timesteps)
+        if steps < 1:
+            raise ConfigError(f"sample_steps must be >= 1, got {steps}")
+        return torch.unique(torch.linspace(0, self.timesteps - 1, steps).round().long())
+
     @torch.no_grad()
     def sample(
         self,
@@ -97,17 +106,31 @@ class GaussianDiffusion(nn.Module):
         clip: float | None = None,
         generator: torch.Generator | None = None,
         device: torch.device | str = "cpu",
+        steps: int | None = None,
     ) -> Tensor:
-        """Ancestral DDPM sampling from x_T ~ N(0, I); ``clip`` bounds the x_0 estimate (TimeDP clips to [-1, 1])."""
+        """Ancestral DDPM sampling from x_T ~ N(0, I); ``clip`` bounds the x_0 estimate (TimeDP clips to [-1, 1]).
+
+        ``steps`` < T samples on a respaced chain: visiting timesteps ``s_1 < ... < s_S`` with
+        ``abar'_i = abar_{s_i}``, ``beta'_i = 1 - abar'_i / abar'_{i-1}``; with every step it is the DDPM chain.
+        """
+        visit = self.sampling_steps(steps).to(self.alphas_cumprod.device)
+        abar = self.alphas_cumprod.double()[visit]
+        abar_prev = torch.cat([torch.ones(1, dtype=abar.dtype, device=abar.device), abar[:-1]])
+        betas = 1 - abar / abar_prev
+        post_var = betas * (1 - abar_prev) / (1 - abar)
+        coef1 = (betas * abar_prev.sqrt() / (1 - abar)).float()
+        coef2 = ((1 - abar_prev) * (1 - betas).sqrt() / (1 - abar)).float()
+        sigma = post_var.sqrt().float()
         x = torch.randn(shape, generator=generator, device=device)
-        for step in reversed(range(self.timesteps)):
-            t = torch.full((shape[0],), step, dtype=torch.long, device=device)
+        view = (-1, *([1] * (len(shape) - 1)))
+        for i in reversed(range(len(visit))):
+            t = torch.full((shape[0],), int(visit[i]), dtype=torch.long, device=device)
             x0 = self.predict_x0(x, t, eps_fn(x, t))
             if clip is not None:
                 x0 = x0.clamp(-clip, clip)
-            mean, log_var = self.q_posterior(x0, x, t)
-            if step == 0:
+            mean = coef1[i].reshape(view) * x0 + coef2[i].reshape(view) * x
+            if i == 0:
                 x = mean
             else:
-                x = mean + (0.5 * log_var).exp() * torch.randn(shape, generator=generator, device=device)
+                x = mean + sigma[i].reshape(view) * torch.randn(shape, generator=generator, device=device)
         return x

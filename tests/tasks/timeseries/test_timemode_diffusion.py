@@ -70,6 +70,31 @@ def test_sampler_with_the_true_noise_recovers_a_point_mass():
     assert torch.allclose(out, torch.full_like(out, 0.4), atol=1e-3)
 
 
+def test_full_chain_sampler_equals_the_ddpm_posterior_loop_and_respacing_keeps_a_point_mass():
+    diff = GaussianDiffusion(30)
+    weight = torch.tensor(0.3)
+
+    def eps_fn(x, t):
+        return weight * x + 0.01 * t.float().reshape(-1, 1)
+
+    got = diff.sample(eps_fn, (5, 2), clip=1.0, generator=torch.Generator().manual_seed(3))
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn((5, 2), generator=gen)
+    for step in reversed(range(30)):
+        t = torch.full((5,), step)
+        mean, log_var = diff.q_posterior(diff.predict_x0(x, t, eps_fn(x, t)).clamp(-1, 1), x, t)
+        x = mean if step == 0 else mean + (0.5 * log_var).exp() * torch.randn((5, 2), generator=gen)
+    assert torch.allclose(got, x, atol=1e-5)
+    assert diff.sampling_steps(7).tolist() == [0, 5, 10, 14, 19, 24, 29]
+
+    def exact(x, t):
+        abar = diff.alphas_cumprod[t].reshape(-1, 1)
+        return (x - abar.sqrt() * -0.2) / (1 - abar).sqrt()
+
+    out = diff.sample(exact, (16, 1), steps=7, generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(out, torch.full_like(out, -0.2), atol=1e-3)
+
+
 def _reference_mdd(x_real: torch.Tensor, x_fake: torch.Tensor, n_bins: int = 20) -> float:
     """TimeDP's HistoLoss, transcribed (metrics/feature_distance_eval.py)."""
     losses = []
