@@ -42,6 +42,9 @@ class BenchmarkRow:
         reduced: True when this row deviates from the paper's settings (fewer epochs, smaller model);
             ``note`` says how. Reduced rows are flagged in the table.
         note: free text shown beside the row.
+        tune_trials: when > 0, ``zoo reproduce`` first runs ``zoo tune`` on the row (that many finished trials,
+            validation only, the method's ``TaskSpec.search_spaces``) and runs every seed with the chosen values;
+            the record's ``extra["tuning"]`` says how it was tuned.
     """
 
     method: str
@@ -55,6 +58,7 @@ class BenchmarkRow:
     quick_overrides: tuple[str, ...] = ()
     reduced: bool = False
     note: str = ""
+    tune_trials: int = 0
 
     def runs(self) -> list[tuple[int, int | None]]:
         """The (seed, fold) pairs this row expands to; fold is None without cross-validation."""

@@ -84,3 +84,25 @@ def test_zoo_tune_router_knobs_and_errors(zoo_env, tmp_path):
     ):
         bad = run_zoo([*base, *args], zoo_env, tmp_path)
         assert bad.returncode != 0 and message in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_row_that_asks_for_tuning_is_tuned_then_run_with_the_chosen_values(zoo_env, tmp_path):
+    """BenchmarkRow.tune_trials: zoo reproduce tunes the row on validation first; the record says how."""
+    import subprocess
+    import sys
+
+    script = f"""
+import dataclasses, json
+from pathlib import Path
+from zoo.cli.reproduce import run_one
+from zoo.registry import get_task
+spec = get_task("toy")
+row = dataclasses.replace(spec.benchmark[0], tune_trials=2, overrides=("--trainer.max_epochs=1",))
+rec = run_one(spec, row, 0, None, False, Path({str(tmp_path)!r}) / "runs" / "reproduce" / "toy" / "moe__digits__seed0")
+print(json.dumps({{"tuning": rec.extra["tuning"], "lr": rec.config["model"]["init_args"]["lr"]}}))
+"""
+    out = subprocess.run([sys.executable, "-c", script], env=zoo_env, cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["tuning"]["trials"] == 2 and result["lr"] == result["tuning"]["params"]["model.init_args.lr"]
+    assert (tmp_path / "runs" / "tune" / "toy" / "moe__digits" / "best.json").is_file()

@@ -71,3 +71,17 @@ def test_merge_refuses_different_expert_counts():
     b = routing_summary(Routing(torch.zeros(2, 1, dtype=torch.long), torch.ones(2, 1), torch.zeros(2, 4)))
     with pytest.raises(ValueError, match="3 and 4 experts"):
         a.merge(b)
+
+
+def test_dense_routing_load_follows_the_mixture_weight_not_the_slot_count():
+    """Every token uses every expert (combine_dense, soft slots): equal slot counts would always read "balanced"."""
+    E = 4
+    weights = torch.tensor([[0.7, 0.1, 0.1, 0.1]] * 3 + [[0.1, 0.7, 0.1, 0.1]])
+    dense = Routing(torch.arange(E).repeat(4, 1), weights, weights.log())
+    layer = routing_summary({"gate": dense}).layers["gate"]
+    assert layer.load == pytest.approx([2.2 / 4, 1.0 / 4, 0.4 / 4, 0.4 / 4])
+    assert layer.load_entropy < 0.95 and layer.dead_experts == 0
+    off = torch.tensor([[0.5, 0.5, 0.0, 0.0]] * 4)
+    assert routing_summary({"g": Routing(torch.arange(E).repeat(4, 1), off, off)}).layers["g"].dead_experts == 2
+    sparse = Routing(torch.tensor([[0, 1]] * 4), torch.tensor([[0.9, 0.1]] * 4), torch.zeros(4, E))
+    assert routing_summary({"s": sparse}).layers["s"].counts == [4, 4, 0, 0]  # sparse: slots, as before

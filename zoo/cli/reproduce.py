@@ -71,7 +71,15 @@ def row_args(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, qui
 
 def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quick: bool, run_dir: Path) -> RunRecord:
     """Fit then test one (row, seed, fold); return its record (not yet written)."""
-    result = fit_and_test(row_args(spec, row, seed, fold, quick), run_dir)
+    args, tuning = row_args(spec, row, seed, fold, quick), None
+    if row.tune_trials and not quick:
+        from zoo.cli.tune import tune_row
+
+        tuning = tune_row(spec, row, row.tune_trials, runs=run_dir.parents[2])
+        args += tuning.overrides
+    result = fit_and_test(args, run_dir)
+    if tuning is not None:
+        result.extra["tuning"] = tuning.to_dict()
     return RunRecord(
         task=spec.name,
         method=row.method,

@@ -31,7 +31,8 @@ def _number(v) -> float | None:
 class LayerSummary:
     """Routing statistics of one mixture over one or more steps (real tokens only; padding never counts).
 
-    Accumulated fields (add up across steps): ``counts`` (E,) non-dropped token slots per expert, ``entropy_sum``
+    Accumulated fields (add up across steps): ``counts`` (E,) non-dropped token slots per expert (a routing in
+    which every token uses every expert counts each expert's summed combine weight instead), ``entropy_sum``
     (sum over tokens of the router entropy / log E), ``tokens`` (real tokens), ``dropped`` (slots lost to a
     capacity limit), ``dropped_tokens`` (real tokens that lost every slot), ``steps``, and ``extra_sums``: the
     sums over steps of the router's own scalar ``routing.stats`` (e.g. dtop_p's "mean_active").
@@ -40,7 +41,7 @@ class LayerSummary:
     ``max_over_mean_load``, ``dead_experts`` (experts that got no slot), ``extra`` (means over steps).
     """
 
-    counts: list[int]
+    counts: list[float]
     entropy_sum: float = 0.0
     tokens: int = 0
     dropped: int = 0
@@ -76,7 +77,9 @@ class LayerSummary:
 
     @property
     def dead_experts(self) -> int:
-        return sum(c == 0 for c in self.counts)
+        """Experts that got no slot (sparse) or under 0.1 % of the mean weight mass (dense)."""
+        mean = sum(self.counts) / len(self.counts) if self.counts else 0.0
+        return sum(c <= 1e-3 * mean for c in self.counts)
 
     @property
     def extra(self) -> dict[str, float]:
@@ -128,7 +131,12 @@ def layer_summary(routing: Routing) -> LayerSummary:
     """One routing's `LayerSummary` (counts, entropy and token count come to the host in one transfer)."""
     E = routing.num_experts
     mask = routing.token_mask()
-    counts = torch.bincount(routing.indices[(routing.indices >= 0) & mask[:, None]], minlength=E)[:E]
+    if routing.indices.shape[-1] >= E:
+        # every token used every expert (dense context experts, soft slots): slot counts are equal by
+        # construction, so the load is where the mixture weight goes
+        counts = routing.dense_weights().detach()[mask].double().sum(0)
+    else:
+        counts = torch.bincount(routing.indices[(routing.indices >= 0) & mask[:, None]], minlength=E)[:E]
     log_e = math.log(E) if E > 1 else 1.0
     p = routing.router_probs()[mask].float()
     ent_sum = (-(p * p.clamp_min(1e-12).log()).sum(-1) / log_e).sum()
@@ -142,7 +150,7 @@ def layer_summary(routing: Routing) -> LayerSummary:
         if n is not None:
             extra[k] = n
     return LayerSummary(
-        counts=[int(c) for c in host[:E]],
+        counts=[int(c) if c == int(c) else c for c in host[:E]],
         entropy_sum=host[E],
         tokens=int(host[E + 1]),
         dropped=int(_number(stats.get("dropped", 0)) or 0),
