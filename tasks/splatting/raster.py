@@ -8,7 +8,8 @@ T to 1e-4 or below; colour = sum_i alpha_i T_i c_i + T_final * background.
 
 - :func:`rasterize_tiles`: Gaussians binned into square tiles (8x8 by default) by their 3.33-sigma boxes (as
   gsplat's ``isect_tiles``), each tile's list depth-sorted, tiles and depth in chunks of at most ``chunk``
-  (pixel, Gaussian) pairs, each chunk under activation checkpointing so backward memory is bounded too.
+  (pixel, Gaussian) pairs, each chunk under activation checkpointing so backward memory is bounded too; a tile
+  leaves the loop when its list is exhausted or all its pixels have stopped (gsplat's early termination, per tile).
 - :func:`rasterize_dense`: every pixel against every Gaussian (pixel chunks): the vectorised reference the
   benchmark compares with.
 - :func:`rasterize_naive`: one Gaussian at a time over all pixels, a literal loop of the rule (tests only).
@@ -114,7 +115,7 @@ def rasterize_tiles(
     background: Tensor | None = None,
     tile: int = TILE,
     chunk: int = 1 << 21,
-    depth_chunk: int = 256,
+    depth_chunk: int = 64,
     checkpoint: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """Tile-based differentiable rasteriser (see the module docstring); ``chunk`` bounds (pixel, Gaussian) pairs
@@ -144,19 +145,31 @@ def rasterize_tiles(
         px = origin[:, None, :] + local_px[None]  # (B, P, 2)
         T = means2d.new_ones(len(group), P)
         acc = means2d.new_zeros(len(group), P, channels)
-        done = torch.zeros(len(group), P, dtype=torch.bool, device=device)
+        done = (px[..., 0] > width) | (px[..., 1] > height)  # pixels of edge tiles outside the image never count
         n = counts[group]
+        rows = torch.arange(len(group), device=device)  # the group's tiles still compositing
         for start in range(0, longest, k):
+            if start:  # a tile is finished when its list is exhausted or every pixel has stopped (T <= 1e-4)
+                alive = (n[rows] > start) & ~done.all(dim=1)
+                if not bool(alive.all()):
+                    finished = ~alive
+                    done_tiles.append(group[rows[finished]])
+                    accs.append(acc[finished])
+                    Ts.append(T[finished])
+                    rows, px, T, acc, done = rows[alive], px[alive], T[alive], acc[alive], done[alive]
+                    if len(rows) == 0:
+                        break
             slot = start + torch.arange(k, device=device)
-            pad = slot[None, :] < n[:, None]  # (B, k)
-            index = torch.where(pad, offsets[group, None] + slot[None, :], torch.zeros_like(slot[None, :]))
+            pad = slot[None, :] < n[rows, None]  # (B, k)
+            index = torch.where(pad, offsets[group[rows], None] + slot[None, :], torch.zeros_like(slot[None, :]))
             gid = gauss[index]
             T, acc, done = _run(
                 _chunk_step, px, gid, pad, means2d, conics, opacities, colors, T, acc, done, checkpoint=checkpoint
             )
-        done_tiles.append(group)
-        accs.append(acc)
-        Ts.append(T)
+        if len(rows):
+            done_tiles.append(group[rows])
+            accs.append(acc)
+            Ts.append(T)
     if done_tiles:
         index = torch.cat(done_tiles)
         acc_all = acc_all.index_copy(0, index, torch.cat(accs))

@@ -1,0 +1,119 @@
+"""``zoo bench splat``: forward + backward time and peak memory of the tile rasteriser vs the dense reference.
+
+Random scenes of N Gaussians in front of one camera, sized so each covers a few pixels (as in a trained scene);
+each (method, image size, N) runs in a fresh subprocess so its peak resident memory (CPU) or peak allocated memory
+(CUDA) is its own. Prints a table and, with ``--json``, writes the measurements.
+
+    zoo bench splat --sizes 100,200 --gaussians 5000,20000 --methods tiles,dense --json /tmp/splat.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import resource
+import sys
+import time
+
+METHODS = ("tiles", "dense", "gsplat_cuda")
+
+
+def make_scene(num: int, size: int, seed: int = 0, device: str = "cpu"):
+    """N Gaussians in a unit ball 4 units in front of a camera with a 50-degree field of view, screen radius ~2-6 px
+    at 200 px (scaled with the image)."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    means = torch.randn(num, 3, generator=g) * 0.4
+    quats = torch.randn(num, 4, generator=g)
+    scales = torch.rand(num, 3, generator=g) * 0.01 + 0.004  # world units
+    opacities = torch.rand(num, generator=g) * 0.8 + 0.1
+    colors = torch.rand(num, 3, generator=g)
+    viewmat = torch.eye(4)
+    viewmat[2, 3] = 4.0
+    focal = 0.5 * size / 0.466  # tan(25 deg)
+    K = torch.tensor([[focal, 0, size / 2], [0, focal, size / 2], [0, 0, 1.0]])
+    return [t.to(device) for t in (means, quats, scales, opacities, colors, viewmat, K)]
+
+
+def _measure(method: str, size: int, num: int, repeat: int, queue) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    from zoo_tasks.splatting.render import render
+
+    device = "cuda" if method == "gsplat_cuda" else "cpu"
+    means, quats, scales, opac, colors, viewmat, K = make_scene(num, size, device=device)
+    leaves = [t.requires_grad_(True) for t in (means, scales, opac, colors)]
+    backend = "gsplat_cuda" if method == "gsplat_cuda" else method
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # before run 0: includes the warm-up's peak
+    times = []
+    for i in range(repeat + 1):  # run 0 warms up (the first checkpoint call imports torch._dynamo: seconds)
+        if device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        start = time.perf_counter()
+        out, alpha = render(means, quats, scales, opac, colors, viewmat, K, size, size, backend=backend)
+        (out.sum() + alpha.sum()).backward()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        if i:
+            times.append(time.perf_counter() - start)
+        for t in leaves:
+            t.grad = None
+    if device == "cuda":
+        peak_mb = torch.cuda.max_memory_allocated() / 2**20
+    else:
+        peak_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024  # KiB on Linux
+    queue.put({"method": method, "size": size, "gaussians": num, "seconds": min(times), "peak_mb": peak_mb})
+
+
+def measure(method: str, size: int, num: int, repeat: int = 1) -> dict:
+    """One measurement in a fresh spawned process."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_measure, args=(method, size, num, repeat, queue))
+    proc.start()
+    result = queue.get()
+    proc.join()
+    return result
+
+
+def _ints(text: str) -> list[int]:
+    return [int(v) for v in text.split(",") if v]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="zoo bench splat", description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="64,100,200", help="image sizes (square), comma-separated")
+    p.add_argument("--gaussians", default="5000,20000", help="Gaussian counts, comma-separated")
+    p.add_argument("--methods", default="tiles,dense", help=f"of {', '.join(METHODS)}")
+    p.add_argument("--repeat", type=int, default=1, help="runs per cell; the fastest is reported")
+    p.add_argument("--json", default="", help="write the rows to this file")
+    ns = p.parse_args(argv)
+    methods = [m for m in ns.methods.split(",") if m]
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown:
+        print(f"zoo bench splat: unknown method(s) {unknown}; choose from {', '.join(METHODS)}", file=sys.stderr)
+        return 2
+    rows = []
+    print(f"{'size':>5} {'gaussians':>9} " + " ".join(f"{m + ' s':>12} {m + ' MB':>12}" for m in methods) + "  speed-up")
+    for size in _ints(ns.sizes):
+        for num in _ints(ns.gaussians):
+            cell = {m: measure(m, size, num, ns.repeat) for m in methods}
+            rows.extend(cell.values())
+            line = f"{size:>5} {num:>9} " + " ".join(
+                f"{cell[m]['seconds']:>12.3f} {cell[m]['peak_mb']:>12.1f}" for m in methods
+            )
+            if "tiles" in cell and "dense" in cell:
+                line += f"  {cell['dense']['seconds'] / cell['tiles']['seconds']:.1f}x"
+            print(line, flush=True)
+    if ns.json:
+        with open(ns.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
