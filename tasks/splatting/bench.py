@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"zoo bench splat: unknown method(s) {unknown}; choose from {', '.join(METHODS)}", file=sys.stderr)
         return 2
     rows = []
-    print(f"{'size':>5} {'gaussians':>9} " + " ".join(f"{m + ' s':>12} {m + ' MB':>12}" for m in methods) + "  speed-up")
+    header = " ".join(f"{m + ' s':>12} {m + ' MB':>12}" for m in methods)
+    print(f"{'size':>5} {'gaussians':>9} {header}  speed-up")
     for size in _ints(ns.sizes):
         for num in _ints(ns.gaussians):
             cell = {m: measure(m, size, num, ns.repeat) for m in methods}
