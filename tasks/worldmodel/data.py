@@ -169,8 +169,9 @@ class WestWorldDataModule(pl.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         if getattr(self, "_ready", False):
             return
-        if not (self.root / "manifest.json").is_file():
-            self.prepare_data()
+        have = {(s["robot"], s["policy"], s["split"], s["index"]) for s in generate.load_manifest(self.root)["shards"]}
+        if any((s["robot"], s["policy"], s["split"], s["index"]) not in have for s in self._plan()):
+            self.prepare_data()  # used outside a Trainer (which calls prepare_data first)
         h = self.hparams
         self.train_data, self.val_data = [], []
         for name in self.train_robots:

@@ -175,6 +175,10 @@ class WestWorldNet(nn.Module):
         super().__init__()
         self.structure, self.mask_hops = structure, mask_hops
         self.value = nn.Linear(bins, dim, bias=False)
+        with torch.no_grad():  # neighbouring bins start with similar embeddings (Fourier features of the bin index)
+            pos = torch.linspace(-1, 1, bins)[None, :]
+            freq = torch.arange(1, dim // 2 + 1, dtype=torch.float32)[:, None] * math.pi / 2
+            self.value.weight.copy_(torch.cat([torch.sin(freq * pos), torch.cos(freq * pos)])[:dim])
         self.obs_act = nn.Embedding(2, dim)
         self.time = nn.Embedding(max_len, dim)
         self.variate = nn.Embedding(max_variates, dim)
