@@ -27,6 +27,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from zoo.data import resolve
+from zoo.data.resolve import sha256_of
 from zoo.errors import ConfigError
 from zoo_tasks.detection import readers
 from zoo_tasks.detection.samples import TASKS, Sample
@@ -164,7 +165,9 @@ class DroneDetectionDataModule(pl.LightningDataModule):
         mix: task -> relative share of the training batches (e.g. ``{"ir": 4, "rgb": 1}``); default: the
             tasks' image counts.
         max_images: cap per task and split (the first images of the split: quick runs and tests).
-        hit_uav_dir, rgb_dir: explicit dataset folders (else ``zoo.data.resolve``, sha256-verified).
+        hit_uav_dir, rgb_dir: your own folders in those formats (HIT-UAV's json layout; ``images/`` + ``labels/``
+            YOLO), read without the catalogue's checksums (``data_sha256()`` lists their annotation files); default:
+            the catalogued datasets through ``zoo.data.resolve`` (sha256-verified).
         dronevehicle_dir: a DroneVehicle folder (``train/``, ``val/``, ``test/``) for the ``rgbir`` task; without
             it ``rgbir`` uses ``synthetic_pairs`` SYNTHETIC pairs of side ``image_size``.
     """
@@ -196,6 +199,18 @@ class DroneDetectionDataModule(pl.LightningDataModule):
     def model_shapes(self) -> dict[str, int]:
         return {"num_classes": len(CLASSES)}
 
+    def data_sha256(self) -> dict[str, str]:
+        """sha256 of the annotation files of user folders (catalogued datasets are verified by ``resolve``)."""
+        out = {}
+        if self.hit_uav_dir:
+            ann = Path(self.hit_uav_dir) / "normal_json" / "annotations" / "test.json"
+            if ann.is_file():
+                out["hit_uav/test.json"] = sha256_of(ann)
+        if self.rgb_dir:
+            for f in sorted((Path(self.rgb_dir) / "labels").glob("*.txt")):
+                out[f"rgb/labels/{f.name}"] = sha256_of(f)
+        return out
+
     def dataset_name(self, task: str) -> str:
         if task == "rgbir" and self.dronevehicle_dir is not None:
             return "DroneVehicle"
@@ -206,11 +221,12 @@ class DroneDetectionDataModule(pl.LightningDataModule):
         key = (task, check_split(split))
         if key not in self._cache:
             if task == "ir":
-                root = resolve("HIT-UAV", path=self.hit_uav_dir)
+                root = Path(self.hit_uav_dir) if self.hit_uav_dir else resolve("HIT-UAV")
                 found = by_id_range(readers.read_hit_uav(root), split)
             elif task == "rgb":
-                root = resolve("DroneViewVehicle-RGB", path=self.rgb_dir)
-                stems = (root / "selected_stems.txt").read_text().split()
+                root = Path(self.rgb_dir) if self.rgb_dir else resolve("DroneViewVehicle-RGB")
+                listed = root / "selected_stems.txt"  # the mirror's frame order; a user folder: natural order
+                stems = listed.read_text().split() if listed.is_file() else None
                 found = by_order(readers.read_yolo_folder(root, ("car",), "rgb", stems=stems), split)
             elif self.dronevehicle_dir is not None:
                 found = readers.read_dronevehicle(Path(self.dronevehicle_dir), split)
