@@ -47,6 +47,13 @@ class _Evaluation:
 VAL_NAMES = ["", "ind_"]
 
 
+def data_summary(module: pl.LightningModule) -> dict:
+    """The datamodule's split sizes and cleaning counts, for the run record (empty without a trainer)."""
+    trainer = getattr(module, "_trainer", None)
+    dm = getattr(trainer, "datamodule", None) if trainer is not None else None
+    return {"data": dm.summary()} if dm is not None and hasattr(dm, "summary") else {}
+
+
 class DynamicLinkPredictor(pl.LightningModule):
     """DyGFormer-style link predictor (Yu et al., NeurIPS 2023) or DyGMoCE (ICML 2026) by ``method``.
 
@@ -174,6 +181,7 @@ class DynamicLinkPredictor(pl.LightningModule):
                 for part in ("attention", "ffn"):
                     curvatures[f"block{i}.{part}"] = [round(float(c), 5) for c in block.curvatures(part)]
         out = {"curvatures": curvatures} if curvatures else {}
+        out.update(data_summary(self))
         if self._unimodal:
             out["unimodal_fraction"] = {k: round(float(np.mean(v)), 4) for k, v in self._unimodal.items()}
         return out
@@ -221,6 +229,9 @@ class EdgeBankPredictor(pl.LightningModule):
     def on_test_epoch_end(self) -> None:
         for key, value in self._eval.averaged(self.trainer.datamodule.test_names()).items():
             self.log(f"test/{key}", value, sync_dist=True)
+
+    def extra_results(self) -> dict:
+        return data_summary(self)
 
     def configure_optimizers(self):
         return None
