@@ -6,7 +6,8 @@ Imports nothing heavy: ``zoo list`` loads every spec.
 from __future__ import annotations
 
 from zoo.leaderboard.targets import ImprovesOnFraction
-from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.registry import BenchmarkRow, MatrixRow, TaskSpec
+from zoo.tuning.space import Float
 
 AGGREGATORS = {"mean": "mean", "max": "max", "abmil": "ABMIL", "gated_abmil": "gated-ABMIL", "dsmil": "DSMIL"}
 PROJECTIONS = {"linear": "", "mammoth": "+MAMMOTH", "mammoth_pkg": "+mammoth-moe"}
@@ -87,6 +88,17 @@ def _targets() -> tuple[ImprovesOnFraction, ...]:
     )
 
 
+# `zoo tune` spaces (issue 26): the same optimiser knobs for an aggregator with and without MAMMOTH.
+_SPACE = {
+    "model.init_args.lr": Float(1e-4, 1e-2, log=True),
+    "model.init_args.weight_decay": Float(1e-5, 1e-2, log=True),
+    "model.init_args.dropout": Float(0.0, 0.5),
+}
+SEARCH_SPACES = {"ABMIL": _SPACE, "ABMIL+MAMMOTH": _SPACE}
+# The router x task table's row: ABMIL with MAMMOTH on MUSK1 (10 folds x 3 seeds per cell, seconds per run);
+# MAMMOTH's router is its Soft-MoE slots, so the other routers are marked as not applying.
+MATRIX = MatrixRow(row="ABMIL+MAMMOTH/MUSK1", dense="ABMIL/MUSK1", trials=8)
+
 MAMMOTH = TaskSpec(
     name="mammoth",
     description="MAMMOTH (ICLR 2026): low-rank mini-experts with Soft-MoE slots in front of MIL aggregators",
@@ -106,4 +118,6 @@ MAMMOTH = TaskSpec(
     catalog="zoo_tasks.mil.datasets:DATASETS",
     extra_tables="zoo_tasks.mil.tables:mammoth_tables",
     targets=_targets(),
+    search_spaces=SEARCH_SPACES,
+    matrix=MATRIX,
 )

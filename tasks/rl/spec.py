@@ -6,7 +6,8 @@ Imports nothing heavy: ``zoo list`` loads every spec.
 from __future__ import annotations
 
 from zoo.leaderboard.targets import NotWorse, WithinOfPublished
-from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.registry import BenchmarkRow, MatrixRow, TaskSpec
+from zoo.tuning.space import Float
 
 # SimBa SAC, mean of 10 seeds, at 50k / 100k environment steps (SonyResearch/simba, results/sac_simba.csv)
 PUBLISHED_SIMBA = {
@@ -95,6 +96,27 @@ def _reduced_rows() -> list[BenchmarkRow]:
     return rows
 
 
+# `zoo tune` spaces (issue 26): SAC's optimiser knobs, the same for ScaleMoE and its dense SimBa twin. SAC has no
+# validation set: trials are scored on the last evaluation return during training (`tune_metric`), never the test.
+_SPACE = {
+    "model.init_args.lr": Float(3e-5, 1e-3, log=True),
+    "model.init_args.weight_decay": Float(1e-4, 1e-1, log=True),
+}
+SEARCH_SPACES = {"ScaleMoE-output": _SPACE, DENSE_TWIN: _SPACE}
+# The router x task table's row: cartpole-swingup with the 128-wide critic at 10k env steps (the benchmark: 50k),
+# 3 trials per cell: an RL cell costs minutes per run, and the whole table must fit 8 hours.
+_MATRIX_DATASET = f"cartpole-swingup @50k, critic {REDUCED_CRITIC}"
+MATRIX = MatrixRow(
+    row=f"ScaleMoE-output/{_MATRIX_DATASET}",
+    dense=f"{DENSE_TWIN}/{_MATRIX_DATASET}",
+    trials=3,
+    overrides=(
+        "--data.init_args.env_steps=10000",
+        "--data.init_args.eval_every=5000",
+        "--model.init_args.learning_starts=2000",
+    ),
+)
+
 SCALEMOE = TaskSpec(
     name="scalemoe",
     description="ScaleMoE: SAC whose SimBa actor and critic are top-K MoEs (output- or feature-level gating), "
@@ -112,4 +134,7 @@ SCALEMOE = TaskSpec(
         *(NotWorse(method, DENSE_TWIN, "test/return") for method in METHODS if method.startswith("ScaleMoE")),
     ),
     benchmarks={"scalemoe": "zoo_tasks.rl.bench:main"},
+    search_spaces=SEARCH_SPACES,
+    tune_metric=("val/return", "max"),
+    matrix=MATRIX,
 )

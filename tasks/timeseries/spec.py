@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from zoo.leaderboard.targets import BeatsBestPublished, BeatsOnAverage
-from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.registry import BenchmarkRow, MatrixRow, TaskSpec
+from zoo.tuning.space import Float
 
 HORIZONS = (96, 192, 336, 720)
 DATASETS = ("ETTh1", "ETTh2", "ETTm1", "ETTm2", "Weather")
@@ -110,6 +111,16 @@ TARGETS = (
     *(BeatsOnAverage("seer", ("dense",), metric) for metric in ("test/mse", *CORRUPTED_METRICS)),
 )
 
+# `zoo tune` spaces (issue 26): the same knobs for SEER and its dense twin, plus SEER's own aux-loss weight.
+_SPACE = {
+    "model.init_args.lr": Float(3e-5, 1e-3, log=True),
+    "model.init_args.dropout": Float(0.0, 0.3),
+    "model.init_args.head_dropout": Float(0.0, 0.3),
+}
+SEARCH_SPACES = {"seer": {**_SPACE, "model.init_args.aux_weight": Float(0.1, 3.0, log=True)}, "dense": _SPACE}
+# The router x task table's row: ETTh1, horizon 96, at 3 epochs (the benchmark rows: 30 with early stopping).
+MATRIX = MatrixRow(row="seer/ETTh1/96", dense="dense/ETTh1/96", trials=4, overrides=("--trainer.max_epochs=3",))
+
 SEER = TaskSpec(
     name="seer",
     description="SEER (ICML 2026): MoE-augmented patch embedding + learnable patch replacement, long-term "
@@ -129,4 +140,6 @@ SEER = TaskSpec(
     extra_tables="zoo_tasks.timeseries.tables:seer_tables",
     targets=TARGETS,
     benchmark=tuple(_row(m, d, h) for d in DATASETS for h in HORIZONS for m in METHODS),
+    search_spaces=SEARCH_SPACES,
+    matrix=MATRIX,
 )

@@ -142,6 +142,7 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
     lines.append("")
 
     lines += targets_section(spec.targets, table)
+    lines += tuning_section(spec, records)
     lines += routing_section(table)
     if spec.extra_tables:
         extra = load_object(spec.extra_tables)(records)
@@ -168,6 +169,45 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
         "",
     ]
     return "\n".join(lines)
+
+
+def tuning_section(spec: TaskSpec, records: list[RunRecord]) -> list[str]:
+    """How each tuned row was tuned (issue 26): trials, the space, the chosen values, from the records; the other
+    rows run their configs as written (stated once)."""
+    tuned = [row for row in spec.benchmark if row.tune_trials]
+    if not tuned:
+        return []
+    lines = [
+        "## Tuning",
+        "",
+        f"Rows marked tuned ran `zoo tune` first ({tuned[0].tune_trials} finished trials each, Optuna TPE, "
+        "validation metric only, seed 1000), then every seed with the chosen values; the other rows run their "
+        "configs as written.",
+        "",
+        "| row | trials (pruned) | best validation | chosen | space |",
+        "|---|---|---|---|---|",
+    ]
+    for row in tuned:
+        found = next(
+            (
+                r.extra.get("tuning")
+                for r in records
+                if r.method == row.method and r.dataset == row.dataset and (r.extra or {}).get("tuning")
+            ),
+            None,
+        )
+        if not found:
+            lines.append(f"| {row.method} / {row.dataset} | not run | | | |")
+            continue
+        chosen = ", ".join(
+            f"{key.rpartition('.')[2]}={f'{value:.3g}' if isinstance(value, float) else value}"
+            for key, value in found["params"].items()
+        )
+        lines.append(
+            f"| {row.method} / {row.dataset} | {found['trials']} ({found['pruned']}) | {found['metric']} "
+            f"{fmt_number(found['value'])} | {chosen} | {found['space']} |"
+        )
+    return [*lines, ""]
 
 
 def routing_section(table: ResultTable) -> list[str]:

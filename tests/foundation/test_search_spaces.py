@@ -1,0 +1,50 @@
+"""Every task's declared `zoo tune` spaces and router-matrix row name things that exist (issue 26): each key is an
+init argument of the model (or datamodule) of every row it tunes, each matrix row resolves, and the MoE row's
+model takes the router arguments the matrix sets."""
+
+import inspect
+
+import pytest
+import yaml
+
+from zoo.cli.tune import find_row
+from zoo.registry import discover, load_object
+from zoo.tuning.router_knobs import ROUTER_KNOBS
+from zoo.tuning.space import check_space
+
+SPECS = [load.spec for load in discover() if load.spec is not None and (load.spec.search_spaces or load.spec.matrix)]
+
+
+def _init_args(spec, row, part: str) -> set[str]:
+    config = yaml.safe_load(spec.config_path(row.config).read_text())
+    module, _, name = config[part]["class_path"].rpartition(".")
+    found: set[str] = set()
+    for cls in load_object(f"{module}:{name}").__mro__:  # **kwargs pass on to the base class's arguments
+        params = inspect.signature(cls.__init__).parameters.values()
+        found |= {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - {"self"}
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            break
+    return found
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_search_space_keys_are_init_arguments_of_the_rows_they_tune(spec):
+    for method, space in spec.search_spaces.items():
+        check_space(space, f"{spec.name}/{method}")
+        rows = [row for row in spec.benchmark if row.method == method]
+        assert rows, f"{spec.name}: search space for {method!r}, which no benchmark row has"
+        for row in rows:
+            for key in space:
+                part, _, arg = key.partition(".init_args.")
+                assert arg in _init_args(spec, row, part), f"{spec.name}/{method}: {key} is not an init argument"
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.matrix], ids=lambda s: s.name)
+def test_matrix_rows_resolve_and_take_a_router(spec):
+    moe, dense = find_row(spec, spec.matrix.row), find_row(spec, spec.matrix.dense)
+    assert moe.method in spec.search_spaces and dense.method in spec.search_spaces  # equal budgets need both
+    part, _, _ = spec.router_arg.partition(".init_args")
+    args = _init_args(spec, moe, part)
+    assert "router" in args
+    assert "router_kwargs" in args or not any(ROUTER_KNOBS.values())
+    assert spec.matrix.trials >= 1 and spec.matrix.seeds
