@@ -154,6 +154,7 @@ class DroneDINOModule(pl.LightningModule):
         self.register_buffer("std", torch.tensor(STD).view(1, 3, 1, 1), persistent=False)
         self.metrics = TaskCocoMetrics(CLASSES)
         self.expert_load: dict[str, dict[str, Tensor]] = defaultdict(dict)  # task -> layer -> (E,) token counts
+        self.figures: dict[str, str] = {}  # task -> detections figure of its first test image
 
     # -- batches ------------------------------------------------------------------------------------------------
     def mmdet_inputs(self, batch: dict) -> tuple[Tensor, list]:
@@ -224,6 +225,8 @@ class DroneDINOModule(pl.LightningModule):
             [p.pred_instances for p in preds],
         )
         routing = self.routings()
+        if stage == "test" and batch["task"] not in self.figures:
+            self._draw(batch, preds[0].pred_instances)
         if stage == "test":
             for name, r in routing.items():
                 counts = r.expert_counts().detach().cpu()
@@ -251,17 +254,41 @@ class DroneDINOModule(pl.LightningModule):
 
     def on_test_epoch_start(self) -> None:
         self.expert_load.clear()
+        self.figures.clear()
+
+    def _draw(self, batch: dict, pred) -> None:
+        """The first test image of each task with its GT and predictions (in resized pixels), into the log folder."""
+        folder = getattr(self.trainer, "log_dir", None) if self._trainer is not None else None
+        if not folder:
+            return
+        from zoo_tasks.detection.figures import draw_detections
+
+        sx, sy = batch["scale"][0]
+        boxes = pred.bboxes.detach().cpu() * torch.tensor([sx, sy, sx, sy])
+        names = [CLASSES[int(c)] for c in pred.labels.cpu()]
+        path = f"{folder}/detections_{batch['task']}.png"
+        self.figures[batch["task"]] = draw_detections(
+            batch["images"][0].cpu(),
+            batch["boxes"][0].cpu(),
+            boxes,
+            pred.scores.detach().cpu(),
+            names,
+            batch["task"],
+            path,
+        )
 
     def on_test_epoch_end(self) -> None:
         self._log_metrics("test")
 
     def extra_results(self) -> dict:
-        """Dynamic-expert load per task (token share per expert, per MoE layer) on the test split."""
+        """Dynamic-expert load per task (token share per expert, per MoE layer) on the test split, and the paths of
+        the detection figures (one per task)."""
         return {
             "expert_load_per_task": {
                 task: {name: (c / c.sum().clamp(min=1)).tolist() for name, c in layers.items()}
                 for task, layers in self.expert_load.items()
-            }
+            },
+            "detection_figures": dict(self.figures),
         }
 
     def configure_optimizers(self):

@@ -111,3 +111,19 @@ def test_backbone_loads_local_mmengine_style_weights(tmp_path):
         match="holds objects the safe loader refuses \\(global mmengine.logging.history_buffer.HistoryBuffer\\)",
     ):
         _module(moe="none", backbone_weights=str(path))
+
+
+def test_coco_metric_scores_perfect_and_shifted_predictions():
+    from zoo_tasks.detection.data import CLASSES
+    from zoo_tasks.detection.metrics import TaskCocoMetrics
+
+    gt = [torch.tensor([[10.0, 10.0, 50.0, 40.0], [60.0, 60.0, 90.0, 100.0]])]
+    labels = [torch.tensor([1, 0])]
+    metrics = TaskCocoMetrics(CLASSES)
+    perfect = {"bboxes": gt[0], "scores": torch.tensor([0.9, 0.8]), "labels": labels[0]}
+    metrics.add("ir", [1], [(120, 120)], gt, labels, [perfect])
+    shifted = {"bboxes": gt[0] + 15.0, "scores": torch.tensor([0.9, 0.8]), "labels": labels[0]}
+    metrics.add("rgb", [1], [(120, 120)], gt, labels, [shifted])
+    out = metrics.compute()
+    assert out["ir"]["AP"] == pytest.approx(1.0) and out["ir"]["AP50"] == pytest.approx(1.0)
+    assert out["rgb"]["AP50"] < 0.5 and out["rgb"]["AP"] < out["ir"]["AP"]
