@@ -27,10 +27,11 @@ from zoo.errors import ConfigError
 from zoo_tasks.graphs.dynamic.datasets import COLLEGEMSG_FILE
 from zoo_tasks.graphs.dynamic.events import DYGLIB_FEATURE_WIDTH, TemporalGraph, parse_edges, read_collegemsg
 from zoo_tasks.graphs.dynamic.negatives import STRATEGIES, eval_sampler, evaluation_negatives
-from zoo_tasks.graphs.dynamic.neighbors import NeighborFinder, Sequences, pair_sequences
+from zoo_tasks.graphs.dynamic.neighbors import NeighborFinder, Sequences, pair_sequences, recent_neighbors
 from zoo_tasks.graphs.dynamic.split import Interactions, link_prediction_split
 
 DATASETS = ("uci",)
+LAYOUTS = ("dygformer", "recent")
 EVAL_SETS = ("test", "new_node_test")
 
 
@@ -59,7 +60,8 @@ class DynamicLinkDataModule(pl.LightningDataModule):
     """DyGLib link prediction (Yu et al., NeurIPS 2023) on ``name="uci"`` (CollegeMsg from the catalogue) or
     ``path``: a user's CSV ``src,dst,timestamp[,edge features...]`` (optional header; see ``events.py``).
 
-    ``train_stride`` k > 1 trains on every k-th training batch only (still chronological and spread over the whole
+    ``neighbors``: the batch layout, ``"dygformer"`` (padded first-hop sequences with co-occurrence counts) or
+    ``"recent"`` (GraphMixer: the ``num_neighbors`` most recent neighbours). ``train_stride`` k > 1 trains on every k-th training batch only (still chronological and spread over the whole
     training period: a reduced-compute epoch); ``eval_strategies``: the negative-sampling strategies tested."""
 
     def __init__(
@@ -77,6 +79,8 @@ class DynamicLinkDataModule(pl.LightningDataModule):
         train_stride: int = 1,
         feature_width: int = DYGLIB_FEATURE_WIDTH,
         sequences: bool = True,
+        neighbors: str = "dygformer",
+        num_neighbors: int = 20,
     ):
         super().__init__()
         if path is None and name not in DATASETS:
@@ -87,6 +91,8 @@ class DynamicLinkDataModule(pl.LightningDataModule):
             raise ConfigError(f"eval_strategies={strategies!r}; valid: {', '.join(STRATEGIES)}")
         if max_sequence_length % patch_size or max_sequence_length < 2:
             raise ConfigError(f"max_sequence_length={max_sequence_length} must be >= 2 and a multiple of patch_size")
+        if neighbors not in LAYOUTS:
+            raise ConfigError(f"neighbors={neighbors!r}; valid: {', '.join(LAYOUTS)}")
         if train_stride < 1:
             raise ConfigError(f"train_stride={train_stride} must be >= 1")
         self.save_hyperparameters()
@@ -97,6 +103,7 @@ class DynamicLinkDataModule(pl.LightningDataModule):
         self.train_stride = train_stride
         self.feature_width = feature_width
         self.sequences = sequences  # False: ids only (EdgeBank needs no neighbour sequences)
+        self.layout, self.num_neighbors = neighbors, num_neighbors
         self.graph: TemporalGraph | None = None
 
     # -- data ------------------------------------------------------------------------------------------------
@@ -157,9 +164,20 @@ class DynamicLinkDataModule(pl.LightningDataModule):
             "counts": torch.from_numpy(seq.counts),
         }
 
+    def _recent(self, finder: NeighborFinder, nodes, ts) -> dict[str, torch.Tensor]:
+        seq = recent_neighbors(finder, nodes, ts, self.num_neighbors)
+        return {
+            "edge_feat": self.edge_features[torch.from_numpy(seq.edge_ids)],
+            "dt": torch.from_numpy(seq.dt),
+            "pad": torch.from_numpy(seq.ids == 0),
+            "node_self": self.node_features[torch.from_numpy(np.ascontiguousarray(nodes))],
+        }
+
     def _pair(self, finder: NeighborFinder, src, dst, ts) -> dict:
+        if self.layout == "recent":
+            return {"layout": "recent", "src": self._recent(finder, src, ts), "dst": self._recent(finder, dst, ts)}
         a, b = pair_sequences(finder, src, dst, ts, self.max_length, self.patch_size)
-        return {"src": self._side(a), "dst": self._side(b)}
+        return {"layout": "dygformer", "src": self._side(a), "dst": self._side(b)}
 
     def _collate(self, data: Interactions, finder: NeighborFinder, negatives, rng):
         def collate(items: list[slice]) -> dict:

@@ -19,11 +19,12 @@ from torch import Tensor, nn
 from zoo.errors import ConfigError
 from zoo.moe import Routing, weighted_aux_loss
 from zoo_tasks.graphs.dynamic.edgebank import MEMORY_MODES, UCI_MEMORY, edge_memory
+from zoo_tasks.graphs.dynamic.graphmixer import GraphMixerEncoder
 from zoo_tasks.graphs.dynamic.metrics import batch_metrics
 from zoo_tasks.graphs.dynamic.model import CurvatureMoEBlock, DyGFormerEncoder, MergeLayer
 from zoo_tasks.graphs.dynamic.ranking import ranking_violation, ranking_violation_per_token
 
-METHODS = ("dygformer", "twin", "dygmoce")
+METHODS = ("dygformer", "twin", "dygmoce", "graphmixer")
 
 
 class _Evaluation:
@@ -59,6 +60,7 @@ class DynamicLinkPredictor(pl.LightningModule):
 
     - ``dygformer``: DyGLib's DyGFormer blocks (dot-product MHA);
     - ``twin``: the DyGMoCE block with one Euclidean (κ = 0, fixed) expert per module, the dense twin;
+    - ``graphmixer``: DyGLib's GraphMixer (``graphmixer.py``; needs ``data.init_args.neighbors: recent``);
     - ``dygmoce``: ``num_experts`` curvature experts per attention and FFN module, learnable κ initialised over
       [-max_abs_curvature, max_abs_curvature], routed per token by ``router`` with the ranking constraint
       (``ranking_weight``) and the ``zoo.moe`` aux losses in ``aux_weights``.
@@ -89,6 +91,7 @@ class DynamicLinkPredictor(pl.LightningModule):
         aux_weights: dict[str, float] | None = None,
         lr: float = 1e-4,
         weight_decay: float = 0.0,
+        num_neighbors: int = 20,
     ):
         super().__init__()
         if method not in METHODS:
@@ -100,10 +103,13 @@ class DynamicLinkPredictor(pl.LightningModule):
         self.save_hyperparameters()
         block = "dygformer" if method == "dygformer" else "curvature"
         experts = num_experts if method == "dygmoce" else 1
-        self.encoder = DyGFormerEncoder(
-            node_dim, edge_dim, time_dim, channel_dim, patch_size, num_layers, heads, dropout, block, experts,
-            max_abs_curvature, True, attention_impl, router, router_kwargs, top_k,
-        )  # fmt: skip
+        if method == "graphmixer":
+            self.encoder = GraphMixerEncoder(node_dim, edge_dim, time_dim, num_neighbors, num_layers, dropout)
+        else:
+            self.encoder = DyGFormerEncoder(
+                node_dim, edge_dim, time_dim, channel_dim, patch_size, num_layers, heads, dropout, block, experts,
+                max_abs_curvature, True, attention_impl, router, router_kwargs, top_k,
+            )  # fmt: skip
         self.predictor = MergeLayer(node_dim)
         self.loss_fn = nn.BCEWithLogitsLoss()
         self._eval = _Evaluation()
@@ -120,7 +126,8 @@ class DynamicLinkPredictor(pl.LightningModule):
         return pos, neg, routings
 
     def _moe_blocks(self) -> list[tuple[int, CurvatureMoEBlock]]:
-        return [(i, b) for i, b in enumerate(self.encoder.blocks) if isinstance(b, CurvatureMoEBlock) and b.routers]
+        blocks = getattr(self.encoder, "blocks", [])
+        return [(i, b) for i, b in enumerate(blocks) if isinstance(b, CurvatureMoEBlock) and b.routers]
 
     def _ranking(self, routings: dict[str, Routing]) -> Tensor:
         terms = []
@@ -176,7 +183,7 @@ class DynamicLinkPredictor(pl.LightningModule):
         """Learned curvature of every expert (per block and module, in expert order) and the fraction of test
         tokens whose routing is unimodal in curvature order."""
         curvatures = {}
-        for i, block in enumerate(self.encoder.blocks):
+        for i, block in enumerate(getattr(self.encoder, "blocks", [])):
             if isinstance(block, CurvatureMoEBlock):
                 for part in ("attention", "ffn"):
                     curvatures[f"block{i}.{part}"] = [round(float(c), 5) for c in block.curvatures(part)]

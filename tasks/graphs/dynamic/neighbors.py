@@ -89,3 +89,16 @@ def pair_sequences(
     b = pad_sequences(finder, dst, times, max_length, patch_size)
     count_appearances(a, b)
     return a, b
+
+
+def recent_neighbors(finder: NeighborFinder, nodes: np.ndarray, times: np.ndarray, k: int) -> Sequences:
+    """DyGLib's ``get_historical_neighbors`` with the ``recent`` strategy (GraphMixer on UCI): each node's ``k``
+    most recent neighbours before its time, at the back positions (front padded with id 0). (B,) -> (B, k)."""
+    ids = np.zeros((len(nodes), k), dtype=np.int64)
+    edges = np.zeros((len(nodes), k), dtype=np.int64)
+    stamp = np.zeros((len(nodes), k), dtype=np.float32)
+    for row, (n, t) in enumerate(zip(nodes, times)):
+        nb, eb, tb = (a[-k:] for a in finder.before(int(n), float(t)))
+        if len(nb):
+            ids[row, k - len(nb) :], edges[row, k - len(nb) :], stamp[row, k - len(nb) :] = nb, eb, tb
+    return Sequences(ids, edges, (times[:, None] - stamp).astype(np.float32))

@@ -13,6 +13,7 @@ from zoo.errors import ConfigError
 from zoo_tasks.graphs.dynamic.data import DynamicLinkDataModule
 from zoo_tasks.graphs.dynamic.edgebank import edge_memory, edgebank_scores
 from zoo_tasks.graphs.dynamic.module import DynamicLinkPredictor
+from zoo_tasks.graphs.dynamic.neighbors import NeighborFinder, recent_neighbors
 from zoo_tasks.graphs.dynamic.split import Interactions
 
 TINY = dict(time_dim=4, channel_dim=4, num_layers=1, heads=2, dropout=0.0, num_experts=3, lr=0.01)
@@ -29,11 +30,11 @@ def tiny_data(tmp_path, **kwargs) -> DynamicLinkDataModule:
     return dm
 
 
-@pytest.mark.parametrize("method", ["dygformer", "twin", "dygmoce"])
+@pytest.mark.parametrize("method", ["dygformer", "twin", "dygmoce", "graphmixer"])
 def test_methods_train_and_return_routing(tmp_path, method):
     torch.manual_seed(0)
-    dm = tiny_data(tmp_path)
-    model = DynamicLinkPredictor(method=method, node_dim=4, edge_dim=4, **TINY)
+    dm = tiny_data(tmp_path, **({"neighbors": "recent", "num_neighbors": 5} if method == "graphmixer" else {}))
+    model = DynamicLinkPredictor(method=method, node_dim=4, edge_dim=4, num_neighbors=5, **TINY)
     opt = model.configure_optimizers()
     batches = list(dm.train_dataloader())
     losses = []
@@ -69,6 +70,19 @@ def test_metric_names_follow_strategies_and_sets(tmp_path):
         DynamicLinkDataModule(path=dm.path, eval_strategies=["hard"])
     with pytest.raises(ConfigError, match="method='gat'; valid: dygformer, twin, dygmoce"):
         DynamicLinkPredictor(method="gat", node_dim=4, edge_dim=4)
+
+
+def test_graphmixer_refuses_dygformer_batches(tmp_path):
+    batch = next(iter(tiny_data(tmp_path).train_dataloader()))
+    model = DynamicLinkPredictor(method="graphmixer", node_dim=4, edge_dim=4, num_neighbors=5, **TINY)
+    with pytest.raises(ConfigError, match="neighbors: recent"):
+        model.scores(batch)
+
+
+def test_recent_neighbours_sit_at_the_back():
+    data = Interactions(np.array([1, 3, 1]), np.array([2, 1, 2]), np.array([1.0, 2.0, 3.0]), np.arange(1, 4))
+    seq = recent_neighbors(NeighborFinder(data, 3), np.array([1, 3]), np.array([3.5, 2.0]), k=4)
+    assert seq.ids.tolist() == [[0, 2, 3, 2], [0, 0, 0, 0]] and seq.edge_ids.tolist()[0] == [0, 1, 2, 3]
 
 
 def test_train_stride_keeps_every_kth_batch_in_time_order(tmp_path):
