@@ -61,8 +61,9 @@ class DynamicLinkDataModule(pl.LightningDataModule):
     ``path``: a user's CSV ``src,dst,timestamp[,edge features...]`` (optional header; see ``events.py``).
 
     ``neighbors``: the batch layout, ``"dygformer"`` (padded first-hop sequences with co-occurrence counts) or
-    ``"recent"`` (GraphMixer: the ``num_neighbors`` most recent neighbours). ``train_stride`` k > 1 trains on every k-th training batch only (still chronological and spread over the whole
-    training period: a reduced-compute epoch); ``eval_strategies``: the negative-sampling strategies tested."""
+    ``"recent"`` (GraphMixer: the ``num_neighbors`` most recent neighbours). ``train_stride`` k > 1 trains on
+    every k-th training batch only (still chronological and spread over the whole training period: a
+    reduced-compute epoch); ``eval_strategies``: the negative-sampling strategies tested."""
 
     def __init__(
         self,
