@@ -131,7 +131,9 @@ class ContinualPPO(pl.LightningModule):
         self.re_curve: list[tuple[int, int, float]] = []  # (env steps in the sequence, stage, r_e(K))
         self.train_routing = RoutingSummary()  # training load, one layer per task
         self.eval_routing: list[RoutingSummary] = []  # per stage: the gate on each task's evaluation states
-        self._timing = {"rollout_s": 0.0, "update_s": 0.0, "fit_s": 0.0, "fit_env_steps": 0}
+        # wall seconds, and CPU seconds of this process (what a shared machine's load does not inflate)
+        self._timing = {"rollout_s": 0.0, "update_s": 0.0, "rollout_cpu_s": 0.0, "update_cpu_s": 0.0}
+        self._timing |= {"fit_s": 0.0, "fit_env_steps": 0}
         self._fit_start: float | None = None
 
     # ------------------------------------------------------------------------------------------ building
@@ -415,12 +417,14 @@ class ContinualPPO(pl.LightningModule):
             self._set_lr(self.hparams.lr)  # each task starts at the initial rate (the reference rebuilds its schedule)
         elif self.hparams.target_kl is None:
             self._set_lr(self._scheduled_lr())
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         batch = self.rollout()
         self._timing["rollout_s"] += time.perf_counter() - start
-        start = time.perf_counter()
+        self._timing["rollout_cpu_s"] += time.process_time() - cpu
+        start, cpu = time.perf_counter(), time.process_time()
         stats = self.update(batch)
         self._timing["update_s"] += time.perf_counter() - start
+        self._timing["update_cpu_s"] += time.process_time() - cpu
         self.task_steps += self.dm.rollout_steps
         routing = stats.pop("routing")
         metrics = {f"train/{k}": v for k, v in stats.items()} | {"train/lr": self.current_lr}
@@ -527,14 +531,22 @@ class ContinualPPO(pl.LightningModule):
             "routing_by_task_train": self.train_routing.to_dict() if moe else {},
             "routing_by_task_eval": [s.to_dict() for s in self.eval_routing] if moe else [],
             "env_steps_per_s": t["fit_env_steps"] / t["fit_s"] if t["fit_s"] else None,
+            # PPO iterations only (no evaluation), per CPU second of the process: comparable on a shared machine
+            "train_env_steps_per_cpu_s": _per(t["fit_env_steps"], t.get("rollout_cpu_s", 0) + t.get("update_cpu_s", 0)),
             "rollout_s": t["rollout_s"],
             "update_s": t["update_s"],
+            "rollout_cpu_s": t.get("rollout_cpu_s"),
+            "update_cpu_s": t.get("update_cpu_s"),
             "train_time_s": t["fit_s"],
             "params": {
                 "actor": sum(p.numel() for p in self.actor.parameters()),
                 "critic": sum(p.numel() for p in self.critic.parameters()),
             },
         }
+
+
+def _per(steps: int, seconds: float) -> float | None:
+    return steps / seconds if seconds else None
 
 
 def _summary_state(summary: RoutingSummary) -> dict:
