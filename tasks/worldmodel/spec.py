@@ -80,5 +80,6 @@ WESTWORLD = TaskSpec(
     benchmark=BENCHMARK,
     metrics=("test/mae", "test/mse"),
     datasets=(),
+    extra_tables="zoo_tasks.worldmodel.tables:westworld_tables",
     targets=TARGETS,
 )
