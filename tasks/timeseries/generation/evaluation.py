@@ -11,7 +11,8 @@ test loader of :class:`~zoo_tasks.timeseries.generation.data.MultiDomainDataModu
   from the first prompts), mapped back, against the 2,000 real test windows.
 
 Both sides are z-scored with the real test windows' statistics; MDD, KL and MMD are logged as
-``test/<case>_<metric>`` and averaged over the in-domain cases as ``test/indomain_<metric>``.
+``test/<case>_<metric>`` and averaged over the in-domain cases as ``test/indomain_<metric>`` and over the
+few-shot cases (every unseen domain and k) as ``test/fewshot_<metric>``.
 """
 
 from __future__ import annotations
@@ -77,9 +78,11 @@ class GenerationEvaluation:
 
     def on_test_epoch_end(self) -> None:
         indomain = [m for m in self._case_metrics.values() if m.get("indomain")]
+        fewshot = [m for m in self._case_metrics.values() if not m.get("indomain")]
         for name in METRICS:
-            if indomain:
-                self.log(f"test/indomain_{name}", float(np.mean([m[name] for m in indomain])), sync_dist=True)
+            for kind, cases in (("indomain", indomain), ("fewshot", fewshot)):
+                if cases:
+                    self.log(f"test/{kind}_{name}", float(np.mean([m[name] for m in cases])), sync_dist=True)
         if self.hparams.plots and self._case_samples:
             from zoo_tasks.timeseries.generation.plots import sample_grid
 
