@@ -89,4 +89,5 @@ DRONEDINO = TaskSpec(
     datasets=("HIT-UAV", "DroneViewVehicle-RGB", "LLVIP-pairs"),
     catalog="zoo_tasks.detection.datasets:DATASETS",
     targets=TARGETS,
+    extra_tables="zoo_tasks.detection.tables:expert_load_tables",
 )
