@@ -17,8 +17,8 @@ DATASET = "standup/100px"
 # the 2-core CPU: 100x100 px (D-NeRF downscale 8), 5000 Gaussians per expert, no densification.
 DOWNSCALE = 8
 NUM_GAUSSIANS = 5000
-EXPERT_STEPS = 4000
-ROUTER_STEPS = 1000
+EXPERT_STEPS = 2000
+ROUTER_STEPS = 500
 SEEDS = (0,)
 
 # Published numbers are at other resolutions / on other datasets: each gets its own column, named so.
