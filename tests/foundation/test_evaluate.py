@@ -159,3 +159,20 @@ def test_folds_option_sets_num_folds(tmp_path, monkeypatch):
 
 def test_evaluate_is_in_zoo_help():
     assert "evaluate --config FILE" in HELP and "runs/evaluate/" in HELP
+
+
+def test_an_edited_config_or_changed_data_is_never_averaged_with_old_runs(tmp_path):
+    from zoo.cli.evaluate import check_same_data
+
+    config = tmp_path / "c.yaml"
+    config.write_text("model: {}\n")
+    before = evaluation_name([str(config)], [])
+    config.write_text("model: {init_args: {lr: 0.1}}\n")
+    assert evaluation_name([str(config)], []) != before  # finished runs of the old config are not reused
+
+    def result(seed, digest):
+        return {"seed": seed, "fold": None, "extra": {"data_sha256": {"my.csv": digest}}}
+
+    check_same_data([result(0, "a" * 64), result(1, "a" * 64)], tmp_path)
+    with pytest.raises(ConfigError, match="runs seed0 and seed1 read different data"):
+        check_same_data([result(0, "a" * 64), result(1, "b" * 64)], tmp_path)

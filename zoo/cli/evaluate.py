@@ -84,11 +84,31 @@ def protocol(ns: argparse.Namespace, overrides: list[str]) -> list[tuple[int, in
 
 
 def evaluation_name(configs: list[str], overrides: list[str]) -> str:
-    """``<task>-<config>`` plus a short hash of the other options (another dataset path is another evaluation)."""
+    """``<task>-<config>`` plus a short hash of the other options and of the config files' contents: another
+    dataset path, or an edited config, is another evaluation (its finished runs are not reused)."""
     name = run_key(configs).replace("/", "-")
-    if overrides:
-        name += "-" + hashlib.sha256("\0".join(overrides).encode()).hexdigest()[:8]
-    return name
+    digest = hashlib.sha256("\0".join(overrides).encode())
+    for config in configs:
+        try:
+            digest.update(b"\0" + Path(config).read_bytes())
+        except OSError:
+            pass  # a missing config is reported by the first run, in one line
+    return f"{name}-{digest.hexdigest()[:8]}"
+
+
+def check_same_data(results: list[dict], base: Path) -> None:
+    """Refuse to average runs that read different data (the user's file changed between two sessions)."""
+    seen = {}
+    for result in results:
+        hashes = (result.get("extra") or {}).get("data_sha256")
+        if hashes:
+            seen.setdefault(json.dumps(hashes, sort_keys=True), run_name(result["seed"], result["fold"]))
+    if len(seen) > 1:
+        first, other = list(seen.values())[:2]
+        raise ConfigError(
+            f"{shown(base)}: runs {first} and {other} read different data (sha256 differ): the dataset changed "
+            f"since the first runs; delete {shown(base)} or pass --name to evaluate the new data separately"
+        )
 
 
 def run_name(seed: int, fold: int | None) -> str:
@@ -197,6 +217,7 @@ def evaluate_main(argv: list[str]) -> int:
             lock.release()
         print(f"  {done['metrics']}  ({done['wall_time_s']:.1f} s, {done['tested']} checkpoint)", flush=True)
         results.append(done)
+    check_same_data(results, base)
     stats = metric_stats(results)
     summary = {
         "configs": ns.config,
