@@ -3,6 +3,7 @@ side.
 
     zoo bench sphere [--task faucet-close] [--iterations 2] [--num-envs 8] [--n-steps 256] [--repeats 1]
                      [--methods dense moe sphere] [--dispatch sparse] [--leaderboard | --out FILE]
+    zoo bench sphere --env-only [--env-steps 1000]     # raw MetaWorld speed of each CW10 task, random actions
 
 Each method runs a real ``ContinualPPO`` fit on one MetaWorld task in this process; the clocks cover the PPO
 iterations only (rollout + update; the stage-end evaluation and r_e(K) are left out), and runs are interleaved
@@ -43,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    p.add_argument("--env-only", action="store_true", help="only time each CW10 task's env with random actions")
+    p.add_argument("--env-steps", type=int, default=1000, help="steps per task with --env-only")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--out", type=Path, default=None)
     where.add_argument("--leaderboard", action="store_true", help="write into leaderboard/results/sphere/bench/")
@@ -145,9 +148,35 @@ def output_path(args: argparse.Namespace) -> Path:
     return folder / f"{time.strftime('%Y%m%d-%H%M')}.json"
 
 
+def env_speed(steps: int) -> dict[str, float]:
+    """Env steps per CPU second of one env of each CW10 task, uniformly random actions (resets included)."""
+    import numpy as np
+
+    from zoo_tasks.rl.continual.metaworld_envs import CW10, make_task_env
+
+    speeds = {}
+    rng = np.random.default_rng(0)
+    for task in CW10:
+        env = make_task_env(task, seed=0)
+        env.reset()
+        start = time.process_time()
+        for _ in range(steps):
+            _, _, terminated, truncated, _ = env.step(rng.uniform(-1, 1, 4).astype(np.float32))
+            if terminated or truncated:
+                env.reset()
+        speeds[task] = steps / (time.process_time() - start)
+        env.close()
+    return speeds
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     warnings.filterwarnings("ignore")
+    if args.env_only:
+        speeds = env_speed(args.env_steps)
+        print("| task | env steps per CPU s |\n|---|---|")
+        print("\n".join(f"| {t} | {v:.0f} |" for t, v in speeds.items()))
+        return 0
     bench = run(args)
     print("| method | env steps per CPU s | per wall s | rollout CPU s | update CPU s | vs dense (CPU) |")
     print("|---|---|---|---|---|---|")

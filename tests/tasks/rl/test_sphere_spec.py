@@ -6,7 +6,7 @@ from zoo_testing import make_record
 
 from zoo.registry import get_task
 from zoo_tasks.rl.continual.metaworld_envs import CW10
-from zoo_tasks.rl.continual.spec import METHODS, SEQUENCE, SPHERE, STEPS_PER_TASK
+from zoo_tasks.rl.continual.spec import METHODS, SEQUENCE, SINGLE, SPHERE, STEPS_PER_TASK
 from zoo_tasks.rl.continual.tables import load_spread, mean_matrix, sphere_tables, stage_ranks
 
 
@@ -26,7 +26,21 @@ def test_sequence_is_a_cw10_subsequence_in_cw10_order():
     assert positions == sorted(positions) and len(SEQUENCE) >= 2
 
 
-@pytest.mark.parametrize("row", SPHERE.benchmark, ids=lambda r: r.method)
+SEQUENCE_ROWS = [r for r in SPHERE.benchmark if r.method != SINGLE]
+
+
+def test_single_task_rows_run_dense_ppo_on_each_task_of_the_sequence_alone():
+    from zoo.cli.lightning_cli import ZooCLI
+
+    rows = [r for r in SPHERE.benchmark if r.method == SINGLE]
+    assert [r.dataset.split(" ")[0] for r in rows] == list(SEQUENCE)
+    for row in rows:
+        cli = ZooCLI(args=["--config", str(SPHERE.config_path(row.config)), *row.overrides], run=False)
+        assert cli.datamodule.tasks == (row.dataset.split(" ")[0],) and cli.model.hparams.actor == "dense"
+        assert cli.datamodule.steps_per_task == STEPS_PER_TASK
+
+
+@pytest.mark.parametrize("row", SEQUENCE_ROWS, ids=lambda r: r.method)
 def test_each_row_builds_agent_and_sequence(row):
     from zoo.cli.lightning_cli import ZooCLI
 
@@ -44,7 +58,7 @@ def test_each_row_builds_agent_and_sequence(row):
         assert (hp.num_experts, hp.top_k, hp.router) == (10, 2, "topk")
     if hp.penalty != "none":
         assert hp.penalty_ratio == 0.001
-    assert set(METHODS) == {r.method for r in SPHERE.benchmark}
+    assert set(METHODS) == {r.method for r in SEQUENCE_ROWS}
 
 
 def test_the_gate_router_is_a_config_key():

@@ -1,0 +1,23 @@
+"""`zoo bench sphere`: every method runs a real PPO fit, the JSON holds both clocks and the ratios to dense."""
+
+import json
+
+from zoo_tasks.rl.continual.bench import env_speed, main
+
+
+def test_bench_times_every_method_and_writes_ratios(tmp_path):
+    out = tmp_path / "bench.json"
+    args = ["--iterations", "1", "--num-envs", "2", "--n-steps", "16", "--width", "16", "--n-epochs", "1"]
+    assert main([*args, "--batch-size", "16", "--num-experts", "4", "--out", str(out)]) == 0
+    bench = json.loads(out.read_text())
+    results = bench["results"]
+    assert set(results) == {"dense", "moe", "sphere"} and results["dense"]["ratio_vs_dense"] == 1.0
+    for r in results.values():
+        assert r["runs"][0]["env_steps"] == 32 and r["env_steps_per_s"] > 0 and r["env_steps_per_wall_s"] > 0
+    assert results["moe"]["actor_params"] > results["dense"]["actor_params"]
+    assert bench["settings"]["dispatch"] == "sparse"
+
+
+def test_env_speed_covers_cw10():
+    speeds = env_speed(3)
+    assert len(speeds) == 10 and all(v > 0 for v in speeds.values())
