@@ -22,6 +22,7 @@ from zoo_tasks.splatting.exports import load_export
 from zoo_tasks.splatting.figures import side_by_side, weight_map
 from zoo_tasks.splatting.module import FIGURE_VIEWS, build_expert, figure_dir
 from zoo_tasks.splatting.objective import image_loss, image_metrics, render_view, unbatch
+from zoo_tasks.splatting.pruning import prune_curve
 from zoo_tasks.splatting.router import PAPER_ROUTER, VolumePixelRouter, pixel_rays
 
 
@@ -37,6 +38,8 @@ class MoEGS(pl.LightningModule):
         hidden: width of Phi.
         lr: RAdam learning rate of Phi; ``lr_weights`` of the per-Gaussian router weights.
         ssim_weight, backend: as :class:`~zoo_tasks.splatting.module.ExpertGS`.
+        prune_fractions: kept fractions for gate-aware pruning after the test (:mod:`zoo_tasks.splatting.pruning`;
+            scores from ``prune_score_views`` training views), logged as ``test/psnr_keep<percent>``; None: off.
     """
 
     def __init__(
@@ -52,6 +55,8 @@ class MoEGS(pl.LightningModule):
         lr_weights: float = 1e-2,
         ssim_weight: float = 0.2,
         backend: str = "auto",
+        prune_fractions: list[float] | None = None,
+        prune_score_views: int = 10,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -73,6 +78,8 @@ class MoEGS(pl.LightningModule):
             [len(e.gaussians) for e in self.experts], router_mode, router, top_k, router_kwargs, hidden
         )
         self.figures: list[str] = []
+        self.pruning: dict[str, float] = {}
+        self._test_views: list[dict] = []
 
     def train(self, mode: bool = True):
         super().train(mode)
@@ -132,6 +139,8 @@ class MoEGS(pl.LightningModule):
 
     def test_step(self, batch, batch_idx: int) -> dict:
         view, image, rgb, routing = self._evaluate(batch, "test")
+        if self.hparams.prune_fractions:
+            self._test_views.append(view)
         if batch_idx < FIGURE_VIEWS:
             folder = figure_dir(self)
             panels = {"ground truth": view["image"], **{n: rgb[:, :, k] for k, n in enumerate(self.expert_names)}}
@@ -143,8 +152,33 @@ class MoEGS(pl.LightningModule):
             self.figures.append(weight_map(weights, self.expert_names, path))
         return {"routing": {"pixel_router": routing.detach()}}
 
+    def on_test_epoch_start(self) -> None:
+        self._test_views = []
+
+    def on_test_epoch_end(self) -> None:
+        if not self.hparams.prune_fractions or not self._test_views:
+            return
+        train = self.trainer.datamodule.split("train")
+        step = max(1, len(train) // self.hparams.prune_score_views)
+        score_views = [
+            {"image": train.images[i], "time": train.times[i], "viewmat": train.viewmats[i], "K": train.K,
+             "background": train.background}
+            for i in range(0, len(train), step)
+        ][: self.hparams.prune_score_views]  # fmt: skip
+        score_views = [{k: v.to(self.device) for k, v in view.items()} for view in score_views]
+        with torch.enable_grad():
+            self.pruning = prune_curve(self, score_views, self._test_views, list(self.hparams.prune_fractions))
+        for fraction, psnr in self.pruning.items():
+            self.log(f"test/psnr_keep{round(float(fraction) * 100)}", psnr, sync_dist=True)
+        self._test_views = []
+
     def extra_results(self) -> dict:
-        return {"figures": self.figures, "experts": self.expert_names, "lpips": "not computed (no weights)"}
+        return {
+            "figures": self.figures,
+            "experts": self.expert_names,
+            "pruning_psnr_by_kept_fraction": self.pruning,
+            "lpips": "not computed (no weights)",
+        }
 
     def configure_optimizers(self):
         r = self.router

@@ -104,3 +104,26 @@ def test_needs_two_experts_and_existing_exports(tmp_path):
         MoEGS(experts=["no_such_expert", "other"])
     with pytest.raises(ConfigError, match="router_mode"):
         MoEGS(experts=make_exports(tmp_path), router_mode="global")
+
+
+def test_gate_aware_pruning(tmp_path):
+    from zoo_tasks.splatting.pruning import blend_psnr, gate_sensitivity, keep_mask, prune_curve
+
+    moe = MoEGS(experts=make_exports(tmp_path), router_mode="volume_pixel", backend="tiles")
+    with torch.no_grad():
+        for w in moe.router.gauss_weights:
+            w.normal_()
+        moe.experts[0].gaussians.means[0] = torch.tensor([0.0, 0.0, -10.0])  # behind the camera: never splatted
+    views = [{k: v[0] for k, v in make_batch(t=t).items()} for t in (0.2, 0.7)]
+    scores = gate_sensitivity(moe, views)
+    assert [len(s) for s in scores] == [40, 40, 40]
+    assert scores[0][0] == 0 and scores[0].max() > 0
+    assert keep_mask(torch.tensor([0.1, 3.0, 2.0, 0.0]), 0.5).tolist() == [False, True, True, False]
+    full = blend_psnr(moe, views)
+    curve = prune_curve(moe, views, views, [1.0, 0.5, 0.1])
+    assert curve["1"] == pytest.approx(full, abs=1e-4)
+    assert curve["0.1"] != pytest.approx(full, abs=1e-3)  # pruning 90% changes the render
+    assert blend_psnr(moe, views) == pytest.approx(full, abs=1e-5)  # the experts were restored
+    pixel = MoEGS(experts=make_exports(tmp_path), router_mode="pixel", backend="tiles")
+    with pytest.raises(ConfigError, match="splatted"):
+        gate_sensitivity(pixel, views)
