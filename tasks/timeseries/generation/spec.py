@@ -106,6 +106,7 @@ TIMEMODE = TaskSpec(
     datasets=("ts-corpus", "ETT-small", "weather"),
     catalog="zoo_tasks.timeseries.generation.datasets:DATASETS",
     extra_tables="zoo_tasks.timeseries.generation.tables:timemode_tables",
+    benchmarks={"timemode-speed": "zoo_tasks.timeseries.generation.bench:main"},
     targets=TARGETS,
     benchmark=ROWS,
 )

@@ -1,0 +1,38 @@
+"""TimeMoDE's spec: every row's config exists and builds, targets name methods that have rows, the unseen
+domains are never pre-training domains, and the bench program runs."""
+
+from __future__ import annotations
+
+from zoo.registry import discover
+from zoo_tasks.timeseries.generation import bench
+from zoo_tasks.timeseries.generation.corpus import PRETRAIN_DOMAINS, UNSEEN_DOMAINS
+from zoo_tasks.timeseries.generation.spec import PRETRAIN, TIMEMODE, UNSEEN
+
+
+def test_the_entry_point_loads_this_spec():
+    loads = {load.name: load for load in discover()}
+    assert loads["timemode"].error is None and loads["timemode"].spec is TIMEMODE
+
+
+def test_rows_configs_and_targets_agree():
+    methods = {row.method for row in TIMEMODE.benchmark}
+    assert methods == {"timemode", "dense", "no_prompt", "no_timestep", "bootstrap"}
+    for row in TIMEMODE.benchmark:
+        assert TIMEMODE.config_path(row.config).is_file(), row.config
+        assert row.reduced == (row.method != "bootstrap")
+    paired = {(r.method, r.dataset): r.seeds for r in TIMEMODE.benchmark}
+    assert paired["timemode", "corpus/24"] == paired["dense", "corpus/24"] == (0, 1, 2)  # >= 3 paired seeds
+    for target in TIMEMODE.targets:
+        assert {target.method, *target.others} <= methods
+        assert target.metric in TIMEMODE.metrics
+
+
+def test_spec_domains_match_the_recipes_and_unseen_stay_unseen():
+    assert PRETRAIN == tuple(PRETRAIN_DOMAINS) and UNSEEN == tuple(UNSEEN_DOMAINS)
+    assert not set(PRETRAIN) & set(UNSEEN)
+
+
+def test_speed_bench_prints_a_row_per_model(capsys):
+    assert bench.main(["--lengths", "8", "--batch", "4", "--steps", "1", "--samples", "4", "--sample-steps", "2"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 4 and lines[2].startswith("| 8 | timemode |") and lines[3].startswith("| 8 | dense |")
