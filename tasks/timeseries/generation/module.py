@@ -114,11 +114,14 @@ class TimeMoDE(GenerationEvaluation, pl.LightningModule):
         self.expert_load = ExpertLoad(num_experts, timesteps, timestep_bands) if moe else None
 
     # ---- training ----------------------------------------------------------------------------------------
-    def loss_and_routing(self, batch) -> tuple[Tensor, dict[str, Routing]]:
+    def loss_and_routing(self, batch, generator: torch.Generator | None = None) -> tuple[Tensor, dict[str, Routing]]:
+        """The diffusion loss (+ the mixtures' aux losses) of a batch at random timesteps and noise (drawn from
+        ``generator`` when given: validation uses a fixed one per batch, so ``val/loss`` compares checkpoints on the
+        same draws)."""
         x = batch[0]
         prompt = self.prompter(x)
-        t = torch.randint(0, self.diffusion.timesteps, (x.shape[0],), device=x.device)
-        noise = torch.randn_like(x)
+        t = torch.randint(0, self.diffusion.timesteps, (x.shape[0],), device=x.device, generator=generator)
+        noise = torch.randn(x.shape, device=x.device, generator=generator)
         drop = self.hparams.cond_drop_prob if self.training else 0.0
         eps, routings = self.net(self.diffusion.q_sample(x, t, noise), t, prompt, self.prompter.latents, drop)
         diff = eps - noise
@@ -135,7 +138,8 @@ class TimeMoDE(GenerationEvaluation, pl.LightningModule):
         return {"loss": loss, "routing": routings}
 
     def validation_step(self, batch, batch_idx: int):
-        loss, routings = self.loss_and_routing(batch)
+        generator = torch.Generator(device=batch[0].device).manual_seed(batch_idx)
+        loss, routings = self.loss_and_routing(batch, generator)
         self.log("val/loss", self._diffusion_loss, prog_bar=True, batch_size=len(batch[0]), sync_dist=True)
         return {"loss": loss, "routing": routings}
 

@@ -33,6 +33,17 @@ def test_steps_return_loss_and_one_routing_per_mixture_layer_and_none_for_the_de
     assert all(isinstance(b.ffn, DenseFFN) for b in dense.net.blocks)
 
 
+def test_validation_loss_uses_the_same_draws_every_time():
+    torch.manual_seed(0)
+    model = TimeMoDE(**TINY).eval()
+    batch = _batch()
+    with torch.no_grad():
+        first = model.validation_step(batch, 3)["loss"]
+        torch.randn(10)  # the global RNG moves on; validation does not care
+        assert torch.equal(first, model.validation_step(batch, 3)["loss"])
+        assert not torch.equal(first, model.validation_step(batch, 4)["loss"])
+
+
 def test_dense_twin_has_equal_active_width_and_the_router_sees_prompt_and_timestep():
     moe, dense = TimeMoDE(**TINY), TimeMoDE(moe=False, **TINY)
     layer: MoE = moe.net.blocks[0].ffn
