@@ -166,6 +166,7 @@ class DroneDINOModule(pl.LightningModule):
         if batch.get("ir") is not None:
             x = torch.cat([x, (batch["ir"].float() - self.mean) / self.std], 1)
         h, w = x.shape[-2:]
+        self._check_tokens(h, w)
         samples = []
         for i in range(x.shape[0]):
             sample = DetDataSample(
@@ -183,6 +184,17 @@ class DroneDINOModule(pl.LightningModule):
             sample.gt_instances = InstanceData(bboxes=batch["boxes"][i].float(), labels=batch["labels"][i].long())
             samples.append(sample)
         return x, samples
+
+    def _check_tokens(self, h: int, w: int) -> None:
+        """DINO picks ``num_queries`` encoder tokens: an image too small to have that many is a config error."""
+        strides = list(self.detector.backbone.model.feature_info.reduction())
+        strides.append(strides[-1] * 2)  # the neck's extra level
+        tokens = sum(-(-h // s) * -(-w // s) for s in strides)
+        if tokens < self.hparams.num_queries:
+            raise ConfigError(
+                f"data.image_size {h}x{w} gives {tokens} encoder tokens, fewer than model.num_queries="
+                f"{self.hparams.num_queries}: raise the image size or lower num_queries"
+            )
 
     def routings(self) -> dict:
         return dict(self.detector.moe_context.routings)

@@ -90,4 +90,5 @@ DRONEDINO = TaskSpec(
     catalog="zoo_tasks.detection.datasets:DATASETS",
     targets=TARGETS,
     extra_tables="zoo_tasks.detection.tables:expert_load_tables",
+    benchmarks={"dronedino-step": "zoo_tasks.detection.timing:main"},
 )

@@ -127,3 +127,12 @@ def test_coco_metric_scores_perfect_and_shifted_predictions():
     out = metrics.compute()
     assert out["ir"]["AP"] == pytest.approx(1.0) and out["ir"]["AP50"] == pytest.approx(1.0)
     assert out["rgb"]["AP50"] < 0.5 and out["rgb"]["AP"] < out["ir"]["AP"]
+
+
+def test_too_small_images_for_the_queries_are_a_config_error(two_stream):
+    from zoo.errors import ConfigError
+
+    with pytest.raises(
+        ConfigError, match="data.image_size 16x16 gives 7 encoder tokens, fewer than model.num_queries=20"
+    ):
+        two_stream.mmdet_inputs(_synthetic_batch(size=16))
