@@ -117,7 +117,7 @@ class TaskBatchSampler(Sampler[list[int]]):
     """Batches of one task each. ``groups``: task -> dataset indices. Training (``shuffle``): each epoch has as
     many batches as the groups' natural total; task t gets the share ``mix[t] / sum(mix)`` of them (drawn with
     replacement where a task needs more images than it has: the imbalanced mixes), in a seeded random order.
-    Evaluation: every image once, in order, no batch dropped."""
+    Evaluation: every image once, in order within each task, tasks taken in turn, no batch dropped."""
 
     def __init__(
         self, groups: dict[str, list[int]], batch_size: int, shuffle: bool, mix: dict[str, float] | None, seed: int = 0
@@ -138,10 +138,12 @@ class TaskBatchSampler(Sampler[list[int]]):
         return sum(self._counts().values())
 
     def __iter__(self):
-        if not self.shuffle:
-            for ix in self.groups.values():
-                for k in range(0, len(ix), self.batch_size):
-                    yield ix[k : k + self.batch_size]
+        if not self.shuffle:  # round robin over the tasks, so a truncated evaluation still sees every task
+            per_task = [
+                [ix[k : k + self.batch_size] for k in range(0, len(ix), self.batch_size)] for ix in self.groups.values()
+            ]
+            for i in range(max(len(b) for b in per_task)):
+                yield from (b[i] for b in per_task if i < len(b))
             return
         rng = np.random.default_rng(self.seed + self.epoch)
         self.epoch += 1

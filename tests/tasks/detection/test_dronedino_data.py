@@ -135,6 +135,7 @@ def test_task_sampler_batches_one_task_and_follows_the_mix():
     assert tasks.count("ir") == 16 and tasks.count("rgb") == 4
     ordered = list(TaskBatchSampler(groups, batch_size=3, shuffle=False, mix=None))
     assert sorted(i for b in ordered for i in b) == list(range(80))  # evaluation sees each image once
+    assert ordered[0][0] < 40 <= ordered[1][0]  # and takes the tasks in turn
 
 
 def test_datamodule_batches_and_errors():
