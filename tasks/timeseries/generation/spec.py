@@ -41,7 +41,7 @@ BOOTSTRAP_QUICK = QUICK[6:]  # it trains nothing: only the evaluation sizes
 # The CPU budget (leaderboard/notes/timemode.md): 3,000 steps at batch 256 (TimeDP: 50,000), a DiT of width 64
 # and depth 4 (TimeDP: a UNet of 64..256 channels), 50 respaced sampling steps (TimeDP: 200), 500 in-domain
 # samples per domain (TimeDP: 5,000). Few-shot: 2,000 generated vs 2,000 real, as TimeDP.
-REDUCED = "3k of TimeDP's 50k steps, DiT 64x4, 50 of 200 sampling steps, 500 of 5,000 in-domain samples (CPU budget)"
+REDUCED = "3k of TimeDP's 50k steps (300 warm-up), DiT 64x4, 50 of 200 sampling steps, 500 of 5,000 in-domain samples"
 METHODS = {  # method -> (config, seeds at length 24, seeds at length 96)
     "timemode": ("timemode.yaml", (0, 1, 2), (0, 1, 2)),
     "dense": ("dense.yaml", (0, 1, 2), (0, 1, 2)),
