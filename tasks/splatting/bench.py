@@ -2,7 +2,11 @@
 
 Random scenes of N Gaussians in front of one camera, sized so each covers a few pixels (as in a trained scene);
 each (method, image size, N) runs in a fresh subprocess so its peak resident memory (CPU) or peak allocated memory
-(CUDA) is its own. Prints a table and, with ``--json``, writes the measurements.
+(CUDA) is its own. On CPU the children run with ``MALLOC_MMAP_THRESHOLD_=1048576`` (``--glibc-default`` turns it off):
+glibc then returns every freed block of 1 MiB or more to the system, so the peak RSS growth measures what the
+rasteriser holds, not heap fragmentation (with the default, freed chunks stay in the heap: 7 GB for the dense
+reference at 200 px / 5000 Gaussians); the page faults this costs slow both methods. Prints a table and, with
+``--json``, writes the measurements.
 
     zoo bench splat --sizes 100,200 --gaussians 5000,20000 --methods tiles,dense --json /tmp/splat.json
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import resource
 import sys
 import time
@@ -69,8 +74,10 @@ def _measure(method: str, size: int, num: int, repeat: int, queue) -> None:
     queue.put({"method": method, "size": size, "gaussians": num, "seconds": min(times), "peak_mb": peak_mb})
 
 
-def measure(method: str, size: int, num: int, repeat: int = 1) -> dict:
+def measure(method: str, size: int, num: int, repeat: int = 1, glibc_default: bool = False) -> dict:
     """One measurement in a fresh spawned process."""
+    if not glibc_default:
+        os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(1 << 20))  # inherited by the spawned child
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     proc = ctx.Process(target=_measure, args=(method, size, num, repeat, queue))
@@ -91,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--methods", default="tiles,dense", help=f"of {', '.join(METHODS)}")
     p.add_argument("--repeat", type=int, default=1, help="runs per cell; the fastest is reported")
     p.add_argument("--json", default="", help="write the rows to this file")
+    p.add_argument("--glibc-default", action="store_true", help="keep glibc's malloc settings (RSS then overstates)")
     ns = p.parse_args(argv)
     methods = [m for m in ns.methods.split(",") if m]
     unknown = sorted(set(methods) - set(METHODS))
@@ -102,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'size':>5} {'gaussians':>9} {header}  speed-up")
     for size in _ints(ns.sizes):
         for num in _ints(ns.gaussians):
-            cell = {m: measure(m, size, num, ns.repeat) for m in methods}
+            cell = {m: measure(m, size, num, ns.repeat, ns.glibc_default) for m in methods}
             rows.extend(cell.values())
             line = f"{size:>5} {num:>9} " + " ".join(
                 f"{cell[m]['seconds']:>12.3f} {cell[m]['peak_mb']:>12.1f}" for m in methods

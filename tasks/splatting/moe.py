@@ -165,9 +165,11 @@ class MoEGS(pl.LightningModule):
              "background": train.background}
             for i in range(0, len(train), step)
         ][: self.hparams.prune_score_views]  # fmt: skip
-        score_views = [{k: v.to(self.device) for k, v in view.items()} for view in score_views]
-        with torch.enable_grad():
-            self.pruning = prune_curve(self, score_views, self._test_views, list(self.hparams.prune_fractions))
+        # Lightning tests under inference mode; the scores need autograd (and normal, non-inference tensors)
+        with torch.inference_mode(False), torch.enable_grad():
+            score_views = [{k: v.to(self.device).clone() for k, v in view.items()} for view in score_views]
+            test_views = [{k: v.clone() for k, v in view.items()} for view in self._test_views]
+            self.pruning = prune_curve(self, score_views, test_views, list(self.hparams.prune_fractions))
         for fraction, psnr in self.pruning.items():
             self.log(f"test/psnr_keep{round(float(fraction) * 100)}", psnr, sync_dist=True)
         self._test_views = []
