@@ -1,9 +1,9 @@
 """Datamodule of the DyGLib link-prediction protocol on CollegeMsg (DyGLib's UCI) or a user's temporal edge CSV.
 
 Batches are built in the loader (numpy, main process), so the model only sees tensors:
-``{"pos": pair, "neg": pair, "meta": {...}}`` where a pair holds, for its source and destination side,
-``node_feat`` (B, L, F_n), ``edge_feat`` (B, L, F_e), ``dt`` (B, L), ``pad`` (B, L) bool and ``counts``
-(B, L, 2) (see ``neighbors.py``).
+``{"ids": {...}, "pos": pair, "neg": pair}``: ``ids`` the raw (B,) src / dst / neg_src / neg_dst / edge_ids / ts;
+a pair holds, for its source and destination side, ``ids`` (B, L) node ids, ``node_feat`` (B, L, F_n),
+``edge_feat`` (B, L, F_e), ``dt`` (B, L), ``pad`` (B, L) bool and ``counts`` (B, L, 2) (see ``neighbors.py``).
 
 - training: chronological batches of the (inductive-reduced) training edges, neighbours from the training graph,
   negatives ``neg_src = src`` and random destinations among the training destinations (DyGLib's unseeded train
@@ -158,6 +158,7 @@ class DynamicLinkDataModule(pl.LightningDataModule):
     def _side(self, seq: Sequences) -> dict[str, torch.Tensor]:
         ids = torch.from_numpy(seq.ids)
         return {
+            "ids": ids,
             "node_feat": self.node_features[ids],
             "edge_feat": self.edge_features[torch.from_numpy(seq.edge_ids)],
             "dt": torch.from_numpy(seq.dt),
@@ -188,7 +189,8 @@ class DynamicLinkDataModule(pl.LightningDataModule):
                 neg_src, neg_dst = src, self.train_dst[rng.randint(0, len(self.train_dst), len(src))]
             else:
                 neg_src, neg_dst = negatives[0][sl], negatives[1][sl]
-            ids = {"src": src, "dst": dst, "neg_src": neg_src, "neg_dst": neg_dst, "edge_ids": data.edge_ids[sl]}
+            ids = {"src": src, "dst": dst, "neg_src": neg_src, "neg_dst": neg_dst, "edge_ids": data.edge_ids[sl],
+                   "ts": ts}  # fmt: skip
             batch = {"ids": {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ids.items()}}
             if self.sequences:
                 batch["pos"] = self._pair(finder, src, dst, ts)

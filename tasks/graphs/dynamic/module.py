@@ -23,6 +23,7 @@ from zoo_tasks.graphs.dynamic.graphmixer import GraphMixerEncoder
 from zoo_tasks.graphs.dynamic.metrics import batch_metrics
 from zoo_tasks.graphs.dynamic.model import CurvatureMoEBlock, DyGFormerEncoder, MergeLayer
 from zoo_tasks.graphs.dynamic.ranking import ranking_violation, ranking_violation_per_token
+from zoo_tasks.graphs.dynamic.topology import recent_clustering, summarise
 
 METHODS = ("dygformer", "twin", "dygmoce", "graphmixer")
 
@@ -92,6 +93,7 @@ class DynamicLinkPredictor(pl.LightningModule):
         lr: float = 1e-4,
         weight_decay: float = 0.0,
         num_neighbors: int = 20,
+        topology_diagnostic: bool = True,
     ):
         super().__init__()
         if method not in METHODS:
@@ -114,6 +116,7 @@ class DynamicLinkPredictor(pl.LightningModule):
         self.loss_fn = nn.BCEWithLogitsLoss()
         self._eval = _Evaluation()
         self._unimodal: dict[str, list[float]] = defaultdict(list)
+        self._topology: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
 
     # -- forward ---------------------------------------------------------------------------------------------
     def scores(self, batch: dict) -> tuple[Tensor, Tensor, dict[str, Routing]]:
@@ -166,13 +169,37 @@ class DynamicLinkPredictor(pl.LightningModule):
 
     def test_step(self, batch: dict, batch_idx: int, dataloader_idx: int = 0) -> dict:
         routings = self._evaluate(batch, dataloader_idx)
-        for i, block in self._moe_blocks():
+        blocks = self._moe_blocks()
+        topology = dataloader_idx == 0 and self.hparams.topology_diagnostic and blocks
+        clustering = self._clustering(batch) if topology else None
+        for i, block in blocks:
             for part in ("attention", "ffn"):
                 r = routings.get(f"pos.block{i}.{part}")
-                if r is not None:
-                    bad = ranking_violation_per_token(r.router_probs(), block.curvatures(part))
-                    self._unimodal[f"block{i}.{part}"].append(float((bad <= 1e-6).float().mean()))
+                if r is None:
+                    continue
+                curv = block.curvatures(part)
+                bad = ranking_violation_per_token(r.router_probs(), curv)
+                self._unimodal[f"block{i}.{part}"].append(float((bad <= 1e-6).float().mean()))
+                if clustering is not None:
+                    self._record_topology(f"block{i}.{part}", batch, r, curv, clustering)
         return {"routing": routings}
+
+    def _clustering(self, batch: dict) -> list[float]:
+        """Clustering coefficient of each positive source node's recent neighbourhood (``topology.py``)."""
+        finder = self.trainer.datamodule.full_finder
+        seq_ids = batch["pos"]["src"]["ids"].cpu().numpy()
+        src, ts = batch["ids"]["src"].cpu().numpy(), batch["ids"]["ts"].cpu().numpy()
+        return [recent_clustering(finder, int(s), float(t), q) for s, t, q in zip(src, ts, seq_ids)]
+
+    def _record_topology(self, name: str, batch: dict, routing: Routing, curv: Tensor, clustering: list) -> None:
+        """Per positive source node: its routing's expected curvature (mean over the source side's tokens)."""
+        b, length = batch["pos"]["src"]["pad"].shape
+        ns = length // self.hparams.patch_size
+        tokens = routing.router_probs().view(b, -1, routing.num_experts)[:, :ns]
+        expected = (tokens @ curv.detach().to(tokens.dtype)).mean(1).cpu().numpy()
+        store_c, store_e = self._topology[name]
+        store_c.extend(clustering)
+        store_e.extend(float(x) for x in expected)
 
     def on_test_epoch_end(self) -> None:
         names = self.trainer.datamodule.test_names()
@@ -191,6 +218,8 @@ class DynamicLinkPredictor(pl.LightningModule):
         out.update(data_summary(self))
         if self._unimodal:
             out["unimodal_fraction"] = {k: round(float(np.mean(v)), 4) for k, v in self._unimodal.items()}
+        if self._topology:
+            out["routing_vs_clustering"] = {k: summarise(*v) for k, v in self._topology.items()}
         return out
 
     def configure_optimizers(self):

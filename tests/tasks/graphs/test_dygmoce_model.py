@@ -15,6 +15,7 @@ from zoo_tasks.graphs.dynamic.edgebank import edge_memory, edgebank_scores
 from zoo_tasks.graphs.dynamic.module import DynamicLinkPredictor
 from zoo_tasks.graphs.dynamic.neighbors import NeighborFinder, recent_neighbors
 from zoo_tasks.graphs.dynamic.split import Interactions
+from zoo_tasks.graphs.dynamic.topology import recent_clustering, summarise
 
 TINY = dict(time_dim=4, channel_dim=4, num_layers=1, heads=2, dropout=0.0, num_experts=3, lr=0.01)
 
@@ -100,3 +101,37 @@ def test_edgebank_remembers_history_and_earlier_test_batches():
     # batch 1 (edges 3, 4): memory {(1,2), (2,3)}; batch 2 (edge 5): plus (3,4), (1,2)
     assert pos.tolist() == [0.0, 1.0, 1.0] and neg.tolist() == [0.0, 0.0, 1.0]
     assert edge_memory(hist.src, hist.dst, hist.ts, "time_window", window=0.5) == {(2, 3)}
+
+
+def test_topology_diagnostic_counts_closed_triangles():
+    # node 1's neighbours 2, 3, 4; only 2-3 interacted before t = 10: one closed pair of three
+    data = Interactions(np.array([1, 1, 1, 2]), np.array([2, 3, 4, 3]), np.array([1.0, 2.0, 3.0, 4.0]),
+                        np.arange(1, 5))  # fmt: skip
+    finder = NeighborFinder(data, 4)
+    assert recent_clustering(finder, 1, 10.0, np.array([1, 2, 3, 4, 0])) == pytest.approx(1 / 3)
+    assert recent_clustering(finder, 1, 3.5, np.array([1, 2, 3, 4, 0])) == 0.0  # 2-3 happens at t = 4
+    out = summarise([0.0, 0.1, 0.5, 0.9, 1.0], [-0.5, -0.2, 0.0, 0.3, 0.6])
+    assert out["spearman"] == 1.0 and out["n"] == 5
+
+
+def test_fit_and_test_log_dyglib_metrics_and_diagnostics(tmp_path):
+    import pytorch_lightning as pl
+
+    torch.manual_seed(0)
+    dm = tiny_data(tmp_path)
+    model = DynamicLinkPredictor(method="dygmoce", node_dim=4, edge_dim=4, **TINY)
+    trainer = pl.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, num_sanity_val_steps=0)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.fit(model, datamodule=dm)
+        assert "val/ap" in trainer.callback_metrics and "val/ind_ap" in trainer.callback_metrics
+        trainer.test(model, datamodule=dm, verbose=False)
+    metrics = trainer.callback_metrics
+    assert {"test/ap", "test/auc", "test/ind_ap", "test/ind_auc"} <= set(metrics)
+    assert 0.0 <= float(metrics["test/ap"]) <= 1.0
+    extra = model.extra_results()
+    assert set(extra["curvatures"]) == {"block0.attention", "block0.ffn"}
+    assert 0.0 <= extra["unimodal_fraction"]["block0.attention"] <= 1.0
+    assert extra["routing_vs_clustering"]["block0.ffn"]["n"] == len(dm.split.test)
+    assert extra["data"]["split"]["test"] == len(dm.split.test)
