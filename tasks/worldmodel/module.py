@@ -54,6 +54,8 @@ class WorldModel(pl.LightningModule):
             the dense softmax, ``soft``) and optional weighted aux losses on it.
         mlp_robot, mlp_hidden, mlp_members: the MLP ensemble's robot and size.
         lr, weight_decay, warmup_steps: AdamW with a linear warm-up.
+        finetune_after, finetune_lr_scale: from optimiser step ``finetune_after`` on (the data's ``pretrain_steps``
+            in the few-shot rows; 0 = never) the learning rate is multiplied by ``finetune_lr_scale``.
     """
 
     def __init__(
@@ -81,6 +83,8 @@ class WorldModel(pl.LightningModule):
         lr: float = 1e-3,
         weight_decay: float = 1e-5,
         warmup_steps: int = 100,
+        finetune_after: int = 0,
+        finetune_lr_scale: float = 1.0,
     ):
         super().__init__()
         self.save_hyperparameters()
@@ -215,8 +219,13 @@ class WorldModel(pl.LightningModule):
     def extra_results(self) -> dict:
         return {"system_gate": self.system_gate(), "plots": dict(self._plots)}
 
+    def lr_factor(self, step: int) -> float:
+        """Linear warm-up over ``warmup_steps``, then 1; times ``finetune_lr_scale`` from ``finetune_after`` on."""
+        h = self.hparams
+        factor = min(1.0, (step + 1) / max(1, h.warmup_steps))
+        return factor * (h.finetune_lr_scale if h.finetune_after and step >= h.finetune_after else 1.0)
+
     def configure_optimizers(self):
         opt = torch.optim.AdamW(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
-        warm = max(1, self.hparams.warmup_steps)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / warm))
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, self.lr_factor)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}

@@ -10,6 +10,8 @@ FEW_SHOT = "few-shot (HalfCheetah, 5k)"
 TOKEN_METHODS = ("westworld", "dense", "no_structure", "trajworld")
 SEEDS = (0, 1, 2)
 QUICK = ("--data.init_args.pretrain_steps", "4", "--data.init_args.finetune_steps", "0")
+QUICK_FEW_SHOT = ("--data.init_args.pretrain_steps", "4", "--data.init_args.finetune_steps", "2",
+                  "--model.init_args.finetune_after", "4")  # fmt: skip
 CPU_NOTE = "width 32 x 2 blocks, d_state 8 (paper 256 x 6, 64); 15 + 48-step windows (paper 50 + 150); 800 steps"
 
 
@@ -47,7 +49,7 @@ def _few_shot(method: str, config: str, note: str) -> BenchmarkRow:
         dataset=FEW_SHOT,
         config=config,
         seeds=SEEDS if method not in FLOORS else (0,),
-        quick_overrides=QUICK,
+        quick_overrides=QUICK_FEW_SHOT if method == "westworld" else QUICK,
         reduced=method == "westworld",
         note=note,
     )

@@ -83,3 +83,10 @@ def test_unknown_method_names_the_choices():
     with pytest.raises(ConfigError, match="method.*westworld"):
         WorldModel(method="nope")
     assert "repeat_last" in METHODS
+
+
+def test_learning_rate_schedule():
+    model = WorldModel(method="repeat_last", warmup_steps=10, finetune_after=100, finetune_lr_scale=0.1)
+    assert model.lr_factor(0) == pytest.approx(0.1) and model.lr_factor(50) == 1.0
+    assert model.lr_factor(99) == 1.0 and model.lr_factor(100) == pytest.approx(0.1)
+    assert WorldModel(method="repeat_last", warmup_steps=1).lr_factor(10**6) == 1.0
