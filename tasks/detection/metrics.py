@@ -14,7 +14,8 @@ class TaskCocoMetrics:
     ``add(task, img_ids, orig_sizes, gt_boxes, gt_labels, preds)``: ground-truth boxes in original-image pixels,
     ``preds`` mmdet ``pred_instances`` (bboxes rescaled to the original image). ``compute()`` returns
     ``{task: {"AP": .., "AP50": .., "AP_small": ..}}`` (COCO mean over IoU 0.5:0.95 and the classes that
-    have ground truth in that task; -1 from COCO where no box of that size exists is reported as nan).
+    have ground truth in that task; a metric COCO gives as -1, e.g. AP_small where no ground-truth box is
+    small, is left out rather than logged as a number).
     """
 
     def __init__(self, classes: tuple[str, ...]):
@@ -61,7 +62,7 @@ class TaskCocoMetrics:
                 name: float(values[f"bbox_{key}"])
                 for name, key in (("AP", "mAP"), ("AP50", "mAP_50"), ("AP_small", "mAP_s"))
             }
-            out[task] = {k: (v if v >= 0 else float("nan")) for k, v in out[task].items()}
+            out[task] = {k: v for k, v in out[task].items() if v >= 0}  # COCO's -1: no GT box of that size
         return out
 
     def reset(self) -> None:

@@ -127,6 +127,7 @@ def test_coco_metric_scores_perfect_and_shifted_predictions():
     out = metrics.compute()
     assert out["ir"]["AP"] == pytest.approx(1.0) and out["ir"]["AP50"] == pytest.approx(1.0)
     assert out["rgb"]["AP50"] < 0.5 and out["rgb"]["AP"] < out["ir"]["AP"]
+    assert "AP_small" not in out["ir"]  # both boxes are medium: COCO's -1 is not reported
 
 
 def test_too_small_images_for_the_queries_are_a_config_error(two_stream):
