@@ -112,8 +112,10 @@ class ExpertGS(pl.LightningModule):
             paths = [os.path.join(self.trainer.log_dir or self.trainer.default_root_dir, "expert.pt")]
             if self.hparams.export_name:
                 paths.append(export_path(self.hparams.export_name))
+            val = self.trainer.callback_metrics.get("val/psnr")
+            val_psnr = float(val) if val is not None else float("nan")
             for path in paths:
-                save_export(Path(path), self.hparams, state, self.global_step)
+                save_export(Path(path), self.hparams, state, self.global_step, val_psnr=val_psnr)
 
     def configure_optimizers(self):
         lr = {**DEFAULT_LR, **(self.hparams.lr or {})}

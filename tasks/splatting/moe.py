@@ -18,7 +18,7 @@ import torch
 
 from zoo.errors import ConfigError
 from zoo.moe import combine_dense, weighted_aux_loss
-from zoo_tasks.splatting.exports import load_export
+from zoo_tasks.splatting.exports import export_path, load_export, save_export
 from zoo_tasks.splatting.figures import side_by_side, weight_map
 from zoo_tasks.splatting.module import FIGURE_VIEWS, build_expert, figure_dir
 from zoo_tasks.splatting.objective import image_loss, image_metrics, render_view, unbatch
@@ -38,6 +38,7 @@ class MoEGS(pl.LightningModule):
         hidden: width of Phi.
         lr: RAdam learning rate of Phi; ``lr_weights`` of the per-Gaussian router weights.
         ssim_weight, backend: as :class:`~zoo_tasks.splatting.module.ExpertGS`.
+        export_name: when set, the trained router is exported (for :class:`~zoo_tasks.splatting.distill.DistillGS`).
         prune_fractions: kept fractions for gate-aware pruning after the test (:mod:`zoo_tasks.splatting.pruning`;
             scores from ``prune_score_views`` training views), logged as ``test/psnr_keep<percent>``; None: off.
     """
@@ -55,6 +56,7 @@ class MoEGS(pl.LightningModule):
         lr_weights: float = 1e-2,
         ssim_weight: float = 0.2,
         backend: str = "auto",
+        export_name: str | None = None,
         prune_fractions: list[float] | None = None,
         prune_score_views: int = 10,
     ) -> None:
@@ -151,6 +153,11 @@ class MoEGS(pl.LightningModule):
             path = os.path.join(folder, f"test_{batch_idx:03d}_weights.png")
             self.figures.append(weight_map(weights, self.expert_names, path))
         return {"routing": {"pixel_router": routing.detach()}}
+
+    def on_fit_end(self) -> None:
+        if self.trainer.is_global_zero and self.hparams.export_name:
+            state = {k: v.detach().cpu() for k, v in self.router.state_dict().items()}
+            save_export(export_path(self.hparams.export_name), self.hparams, state, self.global_step)
 
     def on_test_epoch_start(self) -> None:
         self._test_views = []

@@ -19,6 +19,7 @@ DOWNSCALE = 8
 NUM_GAUSSIANS = 5000
 EXPERT_STEPS = 2000
 ROUTER_STEPS = 500
+DISTILL_STEPS = 500
 SEEDS = (0,)
 
 # Published numbers are at other resolutions / on other datasets: each gets its own column, named so.
@@ -65,11 +66,24 @@ def _router_row(method: str) -> BenchmarkRow:
         seeds=SEEDS,
         published=published,
         published_source=source,
-        quick_overrides=("--trainer.max_steps", "5", "--model.init_args.experts", QUICK_EXPERTS, *QUICK_DATA),
+        quick_overrides=("--trainer.max_steps", "5", "--model.init_args.experts", QUICK_EXPERTS, *QUICK_DATA)
+        + (("--model.init_args.export_name", "standup_moe_gs_quick") if method == "moe_gs" else ()),
         reduced=True,
         note=f"router stage {ROUTER_STEPS} steps over the three frozen expert rows of the same seed (run first)",
     )
 
+
+DISTILL_ROW = BenchmarkRow(
+    method="distilled",
+    dataset=DATASET,
+    config="standup_distill.yaml",
+    overrides=("--trainer.max_steps", str(DISTILL_STEPS), "--data.init_args.downscale", str(DOWNSCALE)),
+    seeds=SEEDS,
+    quick_overrides=("--trainer.max_steps", "5", "--model.init_args.teacher", "standup_moe_gs_quick", *QUICK_DATA),
+    reduced=True,
+    note=f"the moe_gs row distilled into its best expert (by val PSNR), {DISTILL_STEPS} steps; test/psnr_before is "
+    "that expert before",
+)
 
 MOE_GS_SPEC_TARGETS = (
     # issue 21: MoE-GS above the best single expert (the issue's +0.5 dB margin is stated on the page: no target
@@ -82,11 +96,15 @@ MOE_GS = TaskSpec(
     name="moe_gs",
     description="MoE-GS: dynamic Gaussian deformation experts (MLP, HexPlane, trajectories) + volume-aware router",
     model="zoo_tasks.splatting.moe:MoEGS",
-    models={"expert": "zoo_tasks.splatting.module:ExpertGS", "moe": "zoo_tasks.splatting.moe:MoEGS"},
+    models={
+        "expert": "zoo_tasks.splatting.module:ExpertGS",
+        "moe": "zoo_tasks.splatting.moe:MoEGS",
+        "distill": "zoo_tasks.splatting.distill:DistillGS",
+    },
     datamodules={"dnerf": "zoo_tasks.splatting.data:DNeRFDataModule"},
     config_dir="zoo_tasks.configs:moe_gs",
     default_config="standup_mlp.yaml",
-    benchmark=tuple(_expert_row(e) for e in EXPERTS) + tuple(_router_row(m) for m in ROUTERS),
+    benchmark=tuple(_expert_row(e) for e in EXPERTS) + tuple(_router_row(m) for m in ROUTERS) + (DISTILL_ROW,),
     metrics=("test/psnr", "test/ssim"),
     higher_is_better=("test/psnr", "test/ssim"),
     datasets=("D-NeRF",),
