@@ -34,7 +34,8 @@ else
 fi
 
 # --- 2. mmcv with compiled ops ------------------------------------------------------------------------------
-if "$PY" -c "import mmcv, mmcv._ext; assert mmcv.__version__ == '$MMCV_VERSION'" 2>/dev/null; then
+# the full distribution `mmcv` (not `mmcv-lite`) at the pinned version, and its compiled extension imports
+if "$PY" -c "from importlib.metadata import version; import mmcv._ext; assert version('mmcv') == '$MMCV_VERSION'" 2>/dev/null; then
   log "mmcv $MMCV_VERSION with compiled ops already installed: skipped"
 else
   if "${PIP[@]}" show mmcv-lite >/dev/null 2>&1; then
