@@ -9,6 +9,12 @@ reference at 200 px / 5000 Gaussians); the page faults this costs slow both meth
 ``--json``, writes the measurements.
 
     zoo bench splat --sizes 100,200 --gaussians 5000,20000 --methods tiles,dense --json /tmp/splat.json
+
+``--train-steps`` instead times training steps on the D-NeRF standup scene at ``--downscale``, with randomly
+initialised experts of each ``--gaussians`` count (what the benchmark rows are sized from): one ``ExpertGS`` step
+per expert and one ``MoEGS`` router step per router mode (median of ``--repeat`` steps after a warm-up step).
+
+    zoo bench splat --train-steps --downscale 8 --gaussians 5000 --repeat 5
 """
 
 from __future__ import annotations
@@ -87,6 +93,66 @@ def measure(method: str, size: int, num: int, repeat: int = 1, glibc_default: bo
     return result
 
 
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def train_steps(downscale: int, num: int, repeat: int) -> list[dict]:
+    """Seconds per training step of each expert and each router mode (in this process, tile rasteriser)."""
+    import tempfile
+    from pathlib import Path
+
+    import torch
+
+    from zoo_tasks.splatting.data import DNeRFDataModule
+    from zoo_tasks.splatting.experts import EXPERTS
+    from zoo_tasks.splatting.exports import save_export
+    from zoo_tasks.splatting.module import ExpertGS
+    from zoo_tasks.splatting.moe import MoEGS
+    from zoo_tasks.splatting.router import MODES
+
+    torch.set_num_threads(1)
+    batch = next(iter(DNeRFDataModule(downscale=downscale).train_dataloader()))
+    rows, exports = [], []
+
+    def timed(step) -> float:
+        times = []
+        for i in range(repeat + 1):
+            start = time.perf_counter()
+            step()
+            if i:
+                times.append(time.perf_counter() - start)
+        return _median(times)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in EXPERTS:
+            torch.manual_seed(0)
+            module = ExpertGS(expert=kind, num_gaussians=num, backend="tiles")
+            opt = module.configure_optimizers()
+
+            def step(module=module, opt=opt):
+                opt.zero_grad()
+                module.training_step(batch, 0)["loss"].backward()
+                opt.step()
+
+            rows.append({"step": f"expert {kind}", "seconds": timed(step)})
+            hp = {"expert": kind, "num_gaussians": num}
+            exports.append(str(save_export(Path(tmp) / f"{kind}.pt", hp, module.model.state_dict(), 0)))
+        for mode in MODES:
+            moe = MoEGS(experts=exports, router_mode=mode, backend="tiles")
+            opt = moe.configure_optimizers()
+
+            def step(moe=moe, opt=opt):
+                opt.zero_grad()
+                moe.loss_and_routing(batch)[0].backward()
+                opt.step()
+
+            rows.append({"step": f"router {mode}", "seconds": timed(step)})
+    for row in rows:
+        row.update(downscale=downscale, gaussians=num)
+    return rows
+
+
 def _ints(text: str) -> list[int]:
     return [int(v) for v in text.split(",") if v]
 
@@ -99,7 +165,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=1, help="runs per cell; the fastest is reported")
     p.add_argument("--json", default="", help="write the rows to this file")
     p.add_argument("--glibc-default", action="store_true", help="keep glibc's malloc settings (RSS then overstates)")
+    p.add_argument("--train-steps", action="store_true", help="time expert and router training steps on standup")
+    p.add_argument("--downscale", type=int, default=8, help="with --train-steps: D-NeRF downscale factor")
     ns = p.parse_args(argv)
+    if ns.train_steps:
+        rows = [r for num in _ints(ns.gaussians) for r in train_steps(ns.downscale, num, max(1, ns.repeat))]
+        for r in rows:
+            print(f"{r['step']:<22} downscale {r['downscale']} {r['gaussians']:>6} Gaussians {r['seconds']:.3f} s/step")
+        if ns.json:
+            with open(ns.json, "w") as fh:
+                json.dump(rows, fh, indent=1)
+        return 0
     methods = [m for m in ns.methods.split(",") if m]
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:

@@ -17,7 +17,7 @@ DATASET = "standup/100px"
 # the 2-core CPU: 100x100 px (D-NeRF downscale 8), 5000 Gaussians per expert, no densification.
 DOWNSCALE = 8
 NUM_GAUSSIANS = 5000
-EXPERT_STEPS = 2000
+EXPERT_STEPS = 1800
 ROUTER_STEPS = 500
 DISTILL_STEPS = 500
 SEEDS = (0,)
