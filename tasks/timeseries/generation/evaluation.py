@@ -12,7 +12,9 @@ test loader of :class:`~zoo_tasks.timeseries.generation.data.MultiDomainDataModu
 
 Both sides are z-scored with the real test windows' statistics; MDD, KL and MMD are logged as
 ``test/<case>_<metric>`` and averaged over the in-domain cases as ``test/indomain_<metric>`` and over the
-few-shot cases (every unseen domain and k) as ``test/fewshot_<metric>``.
+few-shot cases (every unseen domain and k) as ``test/fewshot_<metric>``. A model that fine-tunes (TimeMoDE with
+``finetune_steps > 0``) also generates each few-shot case after fine-tuning on its k normalised prompt windows,
+logged as ``test/<case>_ft_<metric>`` and ``test/finetune_<metric>`` (TimeDP prompts only).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from zoo_tasks.timeseries.generation.metrics import generation_metrics
 from zoo_tasks.timeseries.generation.windows import Normalizer
 
 METRICS = ("mdd", "kl", "mmd")
+KINDS = ("indomain", "fewshot", "finetune")
 
 
 def repeat_prompts(prompts: np.ndarray, n: int) -> np.ndarray:
@@ -63,24 +66,34 @@ class GenerationEvaluation:
     def test_step(self, index, batch_idx: int = 0):
         case = self.trainer.datamodule.case(int(index))
         group, prompts, inverse, real, (mean, std), n = self._case_windows(case, int(index))
-        fake = inverse(self.generate(prompts, n, group))
-        real_z, fake_z = (real - mean) / (std + 1e-7), (fake - mean) / (std + 1e-7)
-        values = generation_metrics(real_z, fake_z)
-        self._case_metrics[group] = values if case.kind == "fewshot" else {**values, "indomain": 1.0}
-        self._case_samples[group] = (real_z, fake_z)
-        for name, value in values.items():
-            self.log(f"test/{group}_{name}", value, batch_size=1, sync_dist=True)
+        runs = [(group, case.kind, self.generate)]
+        if case.kind == "fewshot" and self.finetunes():
+            runs.append((f"{group}_ft", "finetune", self.generate_finetuned))
+        for name, kind, generate in runs:
+            fake = inverse(generate(prompts, n, name))
+            real_z, fake_z = (real - mean) / (std + 1e-7), (fake - mean) / (std + 1e-7)
+            values = generation_metrics(real_z, fake_z)
+            self._case_metrics[name] = {**values, "kind": kind}
+            self._case_samples[name] = (real_z, fake_z)
+            for metric, value in values.items():
+                self.log(f"test/{name}_{metric}", value, batch_size=1, sync_dist=True)
         return self.test_routing(prompts, group)
+
+    def finetunes(self) -> bool:
+        """Whether few-shot cases also run the fine-tuning mode (``generate_finetuned``)."""
+        return False
+
+    def generate_finetuned(self, prompts: np.ndarray, n: int, group: str = "") -> np.ndarray:
+        raise NotImplementedError
 
     def test_routing(self, prompts: np.ndarray, group: str) -> dict:
         """What the test step returns for the routing statistics (``{"routing": ...}`` for a mixture)."""
         return {}
 
     def on_test_epoch_end(self) -> None:
-        indomain = [m for m in self._case_metrics.values() if m.get("indomain")]
-        fewshot = [m for m in self._case_metrics.values() if not m.get("indomain")]
-        for name in METRICS:
-            for kind, cases in (("indomain", indomain), ("fewshot", fewshot)):
+        for kind in KINDS:
+            cases = [m for m in self._case_metrics.values() if m["kind"] == kind]
+            for name in METRICS:
                 if cases:
                     self.log(f"test/{kind}_{name}", float(np.mean([m[name] for m in cases])), sync_dist=True)
         if self.hparams.plots and self._case_samples:
@@ -95,6 +108,6 @@ class GenerationEvaluation:
     def evaluation_results(self) -> dict:
         cases = getattr(self, "_case_metrics", {})
         return {
-            "cases": {g: {k: v for k, v in m.items() if k != "indomain"} for g, m in cases.items()},
+            "cases": {g: {k: v for k, v in m.items() if k != "kind"} for g, m in cases.items()},
             "figures": getattr(self, "_figures", {}),
         }

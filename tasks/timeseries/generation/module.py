@@ -80,12 +80,16 @@ class TimeMoDE(GenerationEvaluation, pl.LightningModule):
         eval_seed: int = 0,
         timestep_bands: int = 4,
         plots: bool = True,
+        finetune_steps: int = 0,
+        finetune_lr: float = 1e-4,
     ):
         super().__init__()
         if seq_len is None:
             raise ConfigError("model.init_args.seq_len is not set (the data's seq_len fills it under `zoo fit`)")
         if loss not in LOSSES:
             raise ConfigError(f"model.init_args.loss {loss!r}; choose one of {', '.join(LOSSES)}")
+        if finetune_steps < 0:
+            raise ConfigError(f"model.init_args.finetune_steps must be >= 0, got {finetune_steps}")
         if not 0 <= cond_drop_prob < 1:
             raise ConfigError(f"model.init_args.cond_drop_prob must be in [0, 1), got {cond_drop_prob}")
         aux_weights = {"load_balance": 0.01} if aux_weights is None else dict(aux_weights)
@@ -183,6 +187,33 @@ class TimeMoDE(GenerationEvaluation, pl.LightningModule):
             out.append(sample.squeeze(-1))
         self.train(was_training)
         return torch.cat(out).cpu().numpy().astype(np.float64)
+
+    def finetunes(self) -> bool:
+        return self.hparams.finetune_steps > 0
+
+    def generate_finetuned(self, prompts: np.ndarray, n: int, group: str = "") -> np.ndarray:
+        """The second few-shot mode: ``finetune_steps`` AdamW steps of the diffusion loss on the k prompt windows
+        (a full batch of them, seeded draws), then :meth:`generate` with the same prompts; every parameter and
+        buffer is restored afterwards, so the next case starts from the pre-trained model."""
+        saved = {k: v.detach().clone() for k, v in self.state_dict().items()}
+        was_training = self.training
+        try:
+            with torch.inference_mode(False), torch.enable_grad():
+                x = torch.as_tensor(np.asarray(prompts), dtype=torch.float32, device=self.device).unsqueeze(-1)
+                optimizer = torch.optim.AdamW(self.parameters(), lr=self.hparams.finetune_lr)
+                generator = torch.Generator(device=self.device).manual_seed(self.hparams.eval_seed)
+                self.train()
+                for _ in range(self.hparams.finetune_steps):
+                    loss, _ = self.loss_and_routing((x.clone(),), generator)
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimizer.step()
+            return self.generate(prompts, n, group)
+        finally:
+            with torch.inference_mode(False), torch.no_grad():
+                self.load_state_dict(saved)
+            self.zero_grad(set_to_none=True)
+            self.train(was_training)
 
     def test_routing(self, prompts: np.ndarray, group: str) -> dict:
         if not self.hparams.moe:

@@ -94,6 +94,20 @@ def test_generate_is_deterministic_per_group_clipped_and_counts_expert_load():
     assert counts.shape == (4, 4) and counts.sum() == 2 * (7 * 2 * 2) * 2 * 4  # calls x tokens x k x layers x steps
 
 
+def test_finetuning_mode_adapts_then_restores_the_pretrained_weights_even_under_inference_mode():
+    torch.manual_seed(0)
+    model = TimeMoDE(sample_steps=3, finetune_steps=3, finetune_lr=1e-2, **TINY).eval()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    prompts = np.random.default_rng(1).uniform(-1, 1, size=(3, 8))
+    with torch.inference_mode():  # as in Lightning's test loop
+        plain = model.generate(prompts, 5, "c")
+        tuned = model.generate_finetuned(prompts, 5, "c")
+        again = model.generate(prompts, 5, "c")
+    assert not np.allclose(plain, tuned) and np.array_equal(plain, again)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items()) and not model.training
+    assert model.finetunes() and not TimeMoDE(**TINY).finetunes()
+
+
 def test_repeat_prompts_is_timedp_zero_shot_k_repeat():
     p = np.arange(3)[:, None] * np.ones((3, 2))
     assert repeat_prompts(p, 8)[:, 0].tolist() == [0, 0, 1, 1, 2, 2, 0, 1]
