@@ -20,6 +20,8 @@ METRICS = (
     "test/fewshot_mdd",
     "test/fewshot_kl",
     "test/fewshot_mmd",
+    "test/finetune_mdd",
+    "test/finetune_kl",
     *FEWSHOT,
 )
 
