@@ -29,6 +29,9 @@ class MetaWorldSequenceDataModule(pl.LightningDataModule):
         eval_episodes: episodes per task in each stage-end evaluation (success on every task of the sequence).
         eval_envs: copies evaluated side by side.
         vector: ``"sync"`` (one process) or ``"async"`` (a process per copy).
+        eval_goals: ``"held_out"`` (evaluation copies have their own goals, as the reference's separate evaluation
+            env) or ``"train"`` (the evaluation copies are seeded like the first ``eval_envs`` training copies:
+            success on the goals the agent trained on).
         seed: environment seed; None takes ``torch.initial_seed()`` (the value ``seed_everything`` set).
     """
 
@@ -41,6 +44,7 @@ class MetaWorldSequenceDataModule(pl.LightningDataModule):
         eval_episodes: int = 10,
         eval_envs: int = 5,
         vector: str = "sync",
+        eval_goals: str = "held_out",
         seed: int | None = None,
     ):
         super().__init__()
@@ -57,7 +61,10 @@ class MetaWorldSequenceDataModule(pl.LightningDataModule):
             raise ConfigError(f"data.init_args.steps_per_task must be >= 1, got {steps_per_task}")
         if vector not in ("sync", "async"):
             raise ConfigError(f"data.init_args.vector must be 'sync' or 'async', got {vector!r}")
+        if eval_goals not in ("held_out", "train"):
+            raise ConfigError(f"data.init_args.eval_goals must be 'held_out' or 'train', got {eval_goals!r}")
         self.save_hyperparameters()
+        self.eval_goals = eval_goals
         self.num_envs, self.n_steps, self.vector, self.seed = num_envs, n_steps, vector, seed
         self.eval_episodes, self.eval_envs = eval_episodes, eval_envs
         self.rollout_steps = num_envs * n_steps
@@ -75,7 +82,8 @@ class MetaWorldSequenceDataModule(pl.LightningDataModule):
         return make_vector_env(self.tasks[task_index], self.num_envs, self.env_seed(), vector=self.vector)
 
     def eval_envs_for(self, task_index: int):
-        return make_vector_env(self.tasks[task_index], self.eval_envs, self.env_seed(), evaluation=True)
+        held_out = self.eval_goals == "held_out"
+        return make_vector_env(self.tasks[task_index], self.eval_envs, self.env_seed(), evaluation=held_out)
 
     def train_dataloader(self) -> DataLoader:
         return DataLoader(range(self.iterations), batch_size=None)

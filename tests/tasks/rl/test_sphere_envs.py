@@ -61,6 +61,16 @@ def test_copies_have_their_own_goals_and_evaluation_copies_differ_from_training(
         envs.close()
 
 
+def test_evaluation_on_the_training_goals_reuses_the_training_seeds():
+    dm = MetaWorldSequenceDataModule(tasks=["push"], num_envs=3, eval_envs=2, eval_goals="train", seed=4)
+    train, evaluation = dm.train_envs(0), dm.eval_envs_for(0)
+    assert np.array_equal(train.reset()[0][:2, -3:], evaluation.reset()[0][:, -3:])
+    train.close()
+    evaluation.close()
+    with pytest.raises(ConfigError, match="eval_goals"):
+        MetaWorldSequenceDataModule(tasks=["push"], eval_goals="all")
+
+
 def test_success_is_read_from_the_finished_episodes_last_info():
     info = {"final_info": {"success": np.array([0.0, 1.0, 1.0])}}
     done = finished_successes(np.array([False, False, False]), np.array([True, False, True]), info)
