@@ -3,7 +3,8 @@
     zoo bench dygmoce [--lengths 64] [--batch 32] [--dim 200] [--heads 2] [--curvatures -1 0 1] [--repeats 3]
                       [--no-backward] [--threads 1] [--out FILE]
 
-One ``CurvatureAttention`` expert (``riemann.py``) per curvature, forward + backward on (batch, L, dim) inputs, the
+One ``CurvatureAttention`` expert (``riemann.py``) per curvature, forward + backward on (batch, L, dim) inputs
+after a warm-up pass on a batch of 2 (geoopt's TorchScript functions compile on first use), the
 two implementations interleaved (plain, fast, plain, ...) so that a shared machine's load hits both alike. The
 task's sequence length is L = 2 x 32 / patch 1 = 64 (DyGFormer on UCI: source + destination first-hop sequences);
 dim 200 = 4 channels x 50, 2 heads (DyGLib's DyGFormer defaults). Peak memory: on CUDA
@@ -50,6 +51,12 @@ def _measure(impl: str, length: int, curvature: float, args: argparse.Namespace,
     torch.manual_seed(0)
     device = torch.device(args.device)
     module = CurvatureAttention(args.dim, args.heads, curvature, impl=impl).to(device)
+    warm = torch.randn(2, length, args.dim, device=device, requires_grad=not args.no_backward)
+    if args.no_backward:
+        module(warm)
+    else:
+        module(warm).square().mean().backward()  # TorchScript'ed geoopt functions compile on their first calls
+    module.zero_grad(set_to_none=True)
     x = torch.randn(args.batch, length, args.dim, device=device, requires_grad=not args.no_backward)
     cuda = device.type == "cuda"
     if cuda:
