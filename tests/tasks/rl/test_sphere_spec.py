@@ -37,7 +37,7 @@ def test_single_task_rows_run_dense_ppo_on_each_task_of_the_sequence_alone():
     for row in rows:
         cli = ZooCLI(args=["--config", str(SPHERE.config_path(row.config)), *row.overrides], run=False)
         assert cli.datamodule.tasks == (row.dataset.split(" ")[0],) and cli.model.hparams.actor == "dense"
-        assert cli.datamodule.steps_per_task == STEPS_PER_TASK
+        assert cli.datamodule.steps_per_task == STEPS_PER_TASK and cli.model.hparams.target_kl is None
 
 
 @pytest.mark.parametrize("row", SEQUENCE_ROWS, ids=lambda r: r.method)
@@ -48,6 +48,7 @@ def test_each_row_builds_agent_and_sequence(row):
     assert type(cli.model).__name__ == "ContinualPPO" and row.reduced and row.seeds == (0, 1, 2)
     assert cli.datamodule.tasks == SEQUENCE and cli.datamodule.steps_per_task == STEPS_PER_TASK
     hp = cli.model.hparams
+    assert hp.target_kl is None and hp.lr == 3e-4 and hp.lr_end == 1e-4
     assert (hp.actor, hp.penalty) == {
         "Dense PPO": ("dense", "none"),
         "MoE PPO": ("moe", "none"),
