@@ -7,12 +7,13 @@ any task was added or any leaderboard page's renderer was edited. This module fo
 * roots: every ``class_path`` in the run's resolved config (model, data, callbacks, ...) and the fit-then-test
   driver ``zoo.cli.fit_test``;
 * closure: the ``import`` / ``from ... import`` statements of each module (anywhere in the file, so imports inside
-  functions count), every string constant that spells a first-party module (``"zoo_tasks.x.y:Class"``: specs and
+  functions count), every string constant that spells a first-party module (``"<package>.x.y:Class"``: specs and
   registries name classes this way), and the ``__init__.py`` of every enclosing package (it runs on import);
 * a package whose ``__init__`` defines a module-level ``__getattr__`` (lazy exports, PEP 562, as ``zoo.moe``
   does) contributes every module below it, since any of them may be loaded by name.
 
-Only first-party packages (``zoo``, ``zoo_tasks``) are followed; third-party code is pinned by ``versions``. Files
+Only first-party packages are followed: ``zoo`` and the top-level packages of the registered task plugins (their
+``zoo.tasks`` entry points); third-party code is pinned by ``versions``. Files
 are found by path, without importing anything, so the hash of another checkout (a git worktree at an old
 commit) can be computed by passing its package folders. Written by hand: no library computes an import closure
 over a source tree without executing it (``modulefinder`` follows third-party imports and needs the modules to
@@ -28,15 +29,26 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-FIRST_PARTY = ("zoo", "zoo_tasks")
 DRIVER = "zoo.cli.fit_test"
-_MODULE_STRING = re.compile(r"^((?:zoo|zoo_tasks)(?:\.[A-Za-z_]\w*)+)(?::[A-Za-z_]\w*)?$")
+
+
+def first_party() -> tuple[str, ...]:
+    """``zoo`` and the top-level package of every ``zoo.tasks`` entry point, sorted."""
+    from importlib.metadata import entry_points
+
+    plugins = {ep.value.partition(":")[0].split(".")[0] for ep in entry_points(group="zoo.tasks")}
+    return tuple(sorted({"zoo", *plugins}))
+
+
+def _module_string(tops) -> re.Pattern:
+    names = "|".join(re.escape(t) for t in sorted(tops))
+    return re.compile(rf"^((?:{names})(?:\.[A-Za-z_]\w*)+)(?::[A-Za-z_]\w*)?$")
 
 
 def installed_roots() -> dict[str, Path]:
     """Top-level first-party package name -> its folder, as this interpreter imports them."""
     roots: dict[str, Path] = {}
-    for name in FIRST_PARTY:
+    for name in first_party():
         found = importlib.util.find_spec(name)
         if found is not None and found.submodule_search_locations:
             roots[name] = Path(next(iter(found.submodule_search_locations))).resolve()
@@ -76,7 +88,7 @@ class _Tree:
         return names
 
 
-def _imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
+def _imports(tree: ast.AST, module: str, is_package: bool, module_string: re.Pattern) -> set[str]:
     """Module names a source file may load: its imports (relative ones resolved) and module-like strings."""
     package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
@@ -93,7 +105,7 @@ def _imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            match = _MODULE_STRING.match(node.value)
+            match = module_string.match(node.value)
             if match:
                 found.add(match.group(1))
     return found
@@ -121,6 +133,7 @@ def _config_class_paths(config: object) -> set[str]:
 def closure(roots: Iterable[str], package_roots: Mapping[str, Path] | None = None) -> dict[str, Path]:
     """Every first-party module reachable from ``roots`` (module names), name -> file."""
     tree = _Tree(package_roots if package_roots is not None else installed_roots())
+    module_string = _module_string(tree.roots)
     seen: dict[str, Path] = {}
     pending = list(roots)
     while pending:
@@ -138,7 +151,7 @@ def closure(roots: Iterable[str], package_roots: Mapping[str, Path] | None = Non
         pending.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # enclosing packages' __init__
         source = ast.parse(path.read_bytes(), filename=str(path))
         is_package = path.name == "__init__.py"
-        pending.extend(_imports(source, name, is_package))
+        pending.extend(_imports(source, name, is_package, module_string))
         if is_package and _has_lazy_exports(source):
             pending.extend(tree.submodules(name))
     return seen
