@@ -12,7 +12,7 @@ def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
     interleaved = run_zoo([*args, "--dry-run", "--interleave"], zoo_env, tmp_path)
     assert "moe / digits seed=0\n  dense / digits seed=0\n  moe / digits seed=1" in interleaved.stdout
     # the team's checkout has others' uncommitted work: --allow-dirty (the records then list the files)
-    first = run_zoo([*args, "--only", "dense", "--allow-dirty"], zoo_env, tmp_path)
+    first = run_zoo([*args, "--only", "dense", "--allow-dirty", "--threads", "2"], zoo_env, tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     records = sorted((board / "results" / "toy").glob("*.json"))
     assert [p.name for p in records] == ["dense__digits__seed0.json"]
@@ -37,6 +37,7 @@ def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
     # the test pass loads the best checkpoint, whose stored training time must not be counted twice
     assert rec["extra"]["wall_time_before_resume_s"] == 0
     assert len(rec["source_hash"]) == 64
+    assert rec["machine"]["torch_threads"] == 2  # --threads, whatever OMP_NUM_THREADS says
 
     # a killed run's folder holding another model's checkpoint (the row's config changed) is refused, not resumed
     runs = tmp_path / "runs" / "reproduce" / "toy"

@@ -57,3 +57,11 @@ def test_dirty_missing_and_fingerprinted_records(tmp_path):
     assert code_version(_rec(without + "+dirty"), tmp_path).startswith(UNKNOWN)
     assert code_version(_rec(""), tmp_path).startswith(UNKNOWN)
     assert code_version(_rec(without, source_hash="abc"), tmp_path) == "abc"
+
+
+def test_the_thread_count_is_part_of_the_version(tmp_path):
+    """CPU float reductions change with torch's thread count: a 2-thread re-run of a 1-thread record is another
+    version of the cell, even with the same code."""
+    one, two = _rec("c", source_hash="abc"), _rec("c", source_hash="abc")
+    one.machine, two.machine = {"torch_threads": 1}, {"torch_threads": 2}
+    assert code_version(one, tmp_path) == "abc|threads=1" != code_version(two, tmp_path)

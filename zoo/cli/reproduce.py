@@ -49,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write records although source files are uncommitted or untracked (the records say so)",
     )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads per run (CPU float sums depend on it: re-run a record with its machine.torch_threads)",
+    )
     p.add_argument("--leaderboard", type=Path, default=None, help="leaderboard folder (default: the repo's)")
     p.add_argument("--runs", type=Path, default=None, help="folder for logs and checkpoints (default: runs/)")
     return p
@@ -151,6 +157,12 @@ def reproduce_main(argv: list[str]) -> int:
         return matrix_main(argv[1:])
     ns = _parser().parse_args(argv)
     spec = get_task(ns.task)
+    if ns.threads is not None:
+        if ns.threads < 1:
+            raise ConfigError(f"--threads {ns.threads}: must be at least 1")
+        import torch
+
+        torch.set_num_threads(ns.threads)
     if not ns.quick and not ns.dry_run and not ns.allow_dirty:
         refuse_dirty_tree()
     runs_root = ns.runs or repository_root() / "runs"

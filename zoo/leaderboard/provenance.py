@@ -55,6 +55,15 @@ def _tree(repo: str, commit: str, folder: str) -> str | None:
 
 
 def code_version(record: RunRecord, repo: Path) -> str:
+    """What must match for two records to be one repeatable version: the code (``source_code_version``) and the
+    torch thread count the run used (CPU float reductions, e.g. MoE scatter-adds, change with it: a 2-thread
+    re-run of a 1-thread record differs in the third decimal), as ``<code>|threads=<n>`` when it is known."""
+    threads = (record.machine or {}).get("torch_threads")
+    base = source_code_version(record, repo)
+    return f"{base}|threads={threads}" if threads else base
+
+
+def source_code_version(record: RunRecord, repo: Path) -> str:
     """The record's ``source_hash``; else ``tree:<task folder tree>+<zoo/moe tree>`` at its commit; else
     ``unknown:<commit>`` (dirty tree, no commit, or a commit without the task's code)."""
     if record.source_hash:
