@@ -138,7 +138,7 @@ class WithinOfPublished:
             gap = (ours - published) / abs(published)  # signed: > 0 is above the published value
             ok = gap >= -self.within if self.metric in table.higher else gap <= self.within
             n = table.count(self.method, ds, self.metric)
-            target = f"{self.method} within {self.within:.0%} of published"
+            target = f"{self.method} {self.metric} within {self.within:.0%} of published"
             out.append(Verdict(target, ds, f"{_fmt(ours)} (n={n}) vs {_fmt(published)} ({gap:+.0%})", ok))
         return out
 
