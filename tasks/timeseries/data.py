@@ -34,6 +34,7 @@ from torch.utils.data import DataLoader, Dataset
 from zoo.data import resolve
 from zoo.data.resumable import resumable_train_loader
 from zoo.errors import ConfigError
+from zoo.utils.text_file import require_text_file
 
 SPLITS = ("ett_hour", "ett_minute", "ratio_7_1_2")
 AUTO = "auto"
@@ -115,14 +116,7 @@ def read_series(
     """
     import pandas as pd
 
-    path = Path(path)
-    try:
-        with path.open("rb") as f:
-            head = f.read(8192)
-    except OSError as exc:
-        raise ConfigError(f"cannot read the CSV {path}: {exc.strerror or exc}") from None
-    if b"\x00" in head:
-        raise ConfigError(f"{path} is a binary file, not a CSV")
+    path = require_text_file(path, "CSV")
     try:
         frame = pd.read_csv(path)
     except UnicodeDecodeError:

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.errors import ConfigError
+from zoo.utils.text_file import require_text_file
 
 
 @dataclass(frozen=True)
@@ -169,14 +170,7 @@ def read_csv_series(path: Path, source: DomainSource) -> list[np.ndarray]:
     """
     import pandas as pd
 
-    path = Path(path)
-    try:
-        with path.open("rb") as f:
-            head = f.read(8192)
-    except OSError as exc:
-        raise ConfigError(f"cannot read the CSV {path}: {exc.strerror or exc}") from None
-    if b"\x00" in head:
-        raise ConfigError(f"{path} is a binary file, not a CSV")
+    path = require_text_file(path, "CSV")
     try:
         frame = pd.read_csv(path, encoding=source.encoding, skipinitialspace=True)
     except UnicodeDecodeError:
