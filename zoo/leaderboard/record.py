@@ -19,8 +19,9 @@ class RunRecord:
     paper's (fewer epochs, smaller model), explained in ``note``. ``routing`` is the run's routing summary per
     stage and layer (``zoo.moe.RoutingSummary.to_dict()`` as written by the routing-stats callback), empty for
     dense models and for records written before summaries existed. ``source_hash`` fingerprints the source
-    that produced the record (the files its run executes, ``zoo.code_closure``; empty in older records, whose ``commit`` is then
-    the only provenance); a table cell whose records carry different fingerprints mixes code versions.
+    that produced the record (the files its run executes, ``zoo.code_closure``; empty in older records, whose
+    ``commit`` is then the only provenance); a table cell whose records carry different fingerprints mixes code
+    versions.
     """
 
     task: str
