@@ -25,10 +25,16 @@ from typing import Any
 
 import pytorch_lightning as pl
 
-from zoo.errors import ConfigError
+from zoo.errors import ConfigError, ZooError
 from zoo.tuning.space import SearchSpace, as_overrides, describe, suggest
 
 STUDY_FILE = "study.journal"
+
+
+class NoValidationData(ZooError):
+    """The row has no validation split: every trial would fail the same way, so the study stops at once."""
+
+
 BEST_FILE = "best.json"
 
 
@@ -91,6 +97,11 @@ def _fit_trial(args: list[str], run_dir: Path, trial: Any, metric: tuple[str, st
     if monitor:
         trainer.callbacks.append(_PruneOnValidation(trial, monitor))
     trainer.fit(model, datamodule=cli.datamodule, weights_only=True)
+    if monitor and not trainer.val_dataloaders:
+        raise NoValidationData(
+            f"{type(cli.datamodule).__name__} gave no validation data: tuning scores trials on {monitor} and never "
+            "on the test set; give the row a validation split (a datamodule option such as num_val_bags / val_ratio)"
+        )
     best = next((cb.best for cb in trainer.callbacks if isinstance(cb, BestMetric)), None) if monitor else None
     if best is None:
         last = trainer.callback_metrics.get(name)
