@@ -26,7 +26,8 @@ def test_matrix_tunes_runs_and_marks_routers_that_do_not_apply(zoo_env, tmp_path
     reasons = [json.loads(line) for line in (results / "not_applicable.jsonl").read_text().splitlines()]
     assert reasons[0]["router"] == "expert_choice" and "per-sample mixture" in reasons[0]["reason"]
     page = (board / "router_matrix.md").read_text()
-    assert "| toy (test/acc ↑) |" in page and "n/a: " in page and "[1]" in page
+    assert "| toy (test/acc ↑) |" in page and "n/a (1)" in page and "[1]" in page
+    assert "(1) router R cannot route the toy's per-sample mixture" in page
     again = run_zoo(args + ["--dry-run"], zoo_env, tmp_path)
     assert again.returncode == 0 and "runs to do" not in again.stdout  # everything recorded or marked n/a
 
@@ -42,5 +43,5 @@ def test_matrix_page_ranks_within_a_row_and_reports_health():
     page = render_matrix(records, {"t": ("test/mse", False)}, ["soft", "topk", "kern"], {("t", "kern"): "no"})
     row = next(line for line in page.splitlines() if line.startswith("| t (test/mse ↓)"))
     assert "0.5000 ± 0.0000 (1) [2]" in row and "0.5000 ± 0.1414 (2) [3]" in row and "0.4500 ± 0.0000 (1) [1]" in row
-    assert "n/a: no" in row
+    assert "n/a (1)" in row and "(1) no" in page
     assert "| t | — | 0.900 / 1.0 / 0.050 | — |" in page

@@ -93,6 +93,7 @@ def render_matrix(
         "| task (metric) | " + " | ".join(columns) + " |",
         "|---|" + "---|" * len(columns),
     ]
+    reasons: dict[str, int] = {}  # one footnote per distinct reason, the router's name replaced by R
     for task in tasks:
         metric, higher = metrics.get(task, ("", True))
         stats = {}
@@ -110,11 +111,16 @@ def render_matrix(
                 mean, std, n = stats[column]
                 row.append(f"{mean:.4f} ± {std:.4f} ({n}) [{rank[column]}]")
             elif (task, column) in not_applicable:
-                row.append(f"n/a: {not_applicable[(task, column)]}")
+                reason = not_applicable[(task, column)].removeprefix("model.router: ").replace(f"'{column}'", "R")
+                number = reasons.setdefault(reason, len(reasons) + 1)
+                row.append(f"n/a ({number})")
             else:
                 row.append("not run")
         arrow = "↑" if higher else "↓"
         out.append(f"| {task} ({metric} {arrow}) | " + " | ".join(row) + " |")
+    if reasons:
+        out += ["", "n/a: the router cannot route the task's mixture; the model's own words when built with it:", ""]
+        out += [f"({n}) {text}" for text, n in reasons.items()]
     out += ["", "## Routing health (test stage, mean over runs and layers)", ""]
     out += ["load entropy (1 = uniform) / dead experts / dropped token fraction.", ""]
     out += ["| task | " + " | ".join(routers) + " |", "|---|" + "---|" * len(routers)]
