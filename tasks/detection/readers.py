@@ -126,6 +126,15 @@ def read_yolo_folder(
     return check_samples(samples, classes, str(root))
 
 
+def _unlabelled_pair(rgb: Path, ir: Path, index: int, name: str) -> Sample:
+    """An aligned RGB + IR pair without boxes (task ``rgbir``), sized from its RGB image."""
+    with Image.open(rgb) as im:
+        width, height = im.size
+    return Sample(
+        rgb, np.zeros((0, 4), np.float32), (), width, height, "rgbir", index, ir_image=ir, labelled=False, name=name
+    )
+
+
 def read_llvip_pairs(root: Path) -> list[Sample]:
     """The 45 aligned pairs: ``FusionGAN/{Train,Test}_LLVIP_{vi,ir}/<id>.jpg`` and
     ``imagefusion_densefuse/datasets/<id>_{vi,ir}.jpg`` (task ``rgbir``, no labels)."""
@@ -134,40 +143,11 @@ def read_llvip_pairs(root: Path) -> list[Sample]:
     for part in ("Train", "Test"):
         for vi in sorted((root / "FusionGAN" / f"{part}_LLVIP_vi").glob("*.jpg")):
             ir = root / "FusionGAN" / f"{part}_LLVIP_ir" / vi.name
-            with Image.open(vi) as im:
-                width, height = im.size
-            samples.append(
-                Sample(
-                    vi,
-                    np.zeros((0, 4), np.float32),
-                    (),
-                    width,
-                    height,
-                    "rgbir",
-                    len(samples),
-                    ir_image=ir,
-                    labelled=False,
-                    name=f"{part}/{vi.stem}",
-                )
-            )
+            samples.append(_unlabelled_pair(vi, ir, len(samples), f"{part}/{vi.stem}"))
     demo = root / "imagefusion_densefuse" / "datasets"
     for vi in sorted(demo.glob("*_vi.jpg")):
-        with Image.open(vi) as im:
-            width, height = im.size
-        samples.append(
-            Sample(
-                vi,
-                np.zeros((0, 4), np.float32),
-                (),
-                width,
-                height,
-                "rgbir",
-                len(samples),
-                ir_image=demo / vi.name.replace("_vi.jpg", "_ir.jpg"),
-                labelled=False,
-                name=f"densefuse/{vi.stem[:-3]}",
-            )
-        )
+        ir = demo / vi.name.replace("_vi.jpg", "_ir.jpg")
+        samples.append(_unlabelled_pair(vi, ir, len(samples), f"densefuse/{vi.stem[:-3]}"))
     if not samples:
         raise DatasetNotFoundError(f"{root}: no FusionGAN/*_LLVIP_vi/*.jpg pairs")
     return check_samples(samples, (), str(root))
