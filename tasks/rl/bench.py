@@ -22,6 +22,7 @@ import warnings
 from pathlib import Path
 
 ARCHITECTURES = ("simba", "scalemoe-output", "scalemoe-feature")
+LOOP_PREFIX = "loop:"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,6 +39,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--architectures", nargs="+", default=list(ARCHITECTURES))
+    p.add_argument(
+        "--compare-loop",
+        action="store_true",
+        help="also run each MoE architecture with zoo.moe's previous Python segment loop, as 'loop:<architecture>'",
+    )
     where = p.add_mutually_exclusive_group()
     where.add_argument("--out", type=Path, default=None, help="the JSON file to write")
     where.add_argument(
@@ -58,9 +64,16 @@ def output_dir(leaderboard: bool) -> Path:
 
 
 def measure(architecture: str, args: argparse.Namespace, seed: int) -> dict:
-    """One fit; env steps/s and updates/s over the learning phase only."""
+    """One fit; env steps/s and updates/s over the learning phase only. ``loop:<architecture>`` runs it with
+    ``zoo.moe``'s segment kernel off (the Python loop, the default before the kernel)."""
+    from contextlib import nullcontext
+
     import pytorch_lightning as pl
 
+    from zoo.moe import segment_kernel
+
+    loop = architecture.startswith(LOOP_PREFIX)
+    architecture = architecture.removeprefix(LOOP_PREFIX)
     from zoo_tasks.rl.data import DMControlDataModule
     from zoo_tasks.rl.sac import SACAgent
 
@@ -94,7 +107,8 @@ def measure(architecture: str, args: argparse.Namespace, seed: int) -> dict:
         enable_model_summary=False,
         callbacks=[clock],
     )
-    trainer.fit(agent, data)
+    with segment_kernel.forced_off() if loop else nullcontext():
+        trainer.fit(agent, data)
     agent_steps = data.agent_steps - args.learning_starts
     return {
         "env_steps_per_s": agent_steps * data.action_repeat / clock.seconds,
@@ -112,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.env_steps // 2 <= args.learning_starts:
         print("--env-steps must leave agent steps after --learning-starts", file=sys.stderr)
         return 2
+    if args.compare_loop:
+        args.architectures += [LOOP_PREFIX + a for a in args.architectures if a.startswith("scalemoe")]
     runs: dict[str, list[dict]] = {a: [] for a in args.architectures}
     for rep in range(args.repeats):
         for arch in args.architectures:

@@ -173,3 +173,22 @@ class UnbindLoop(_SharedExperts):
         ]
         y = torch.cat(outs) * w.reshape(-1)[slot_ids][:, None]
         return torch.zeros_like(x).index_add(0, token_ids, y)
+
+
+class PaddedBMM(_SharedExperts):
+    """Variant: every expert's rows padded to the largest segment, one ``baddbmm`` per layer for all experts.
+
+    One parallel region per matmul (robust to contention) at the price of the padding FLOPs: the largest
+    segment / the mean one, 1.26x at E=64 and 1.73x at E=256 with this gate."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        w, idx = _route(self.gate, x, self.top_k)
+        slot_ids, token_ids, counts = sort_by_expert(idx, self.w1.shape[0])
+        E, cap = self.w1.shape[0], max(counts)
+        cnt = torch.tensor(counts)
+        expert_of = torch.repeat_interleave(torch.arange(E), cnt)
+        pos = expert_of * cap + torch.arange(len(expert_of)) - (cnt.cumsum(0) - cnt)[expert_of]
+        xp = x.new_zeros(E * cap, x.shape[1]).index_copy(0, pos, x.index_select(0, token_ids)).view(E, cap, -1)
+        h = F.gelu(torch.baddbmm(self.b1[:, None, :], xp, self.w1))
+        y = torch.baddbmm(self.b2[:, None, :], h, self.w2).reshape(E * cap, -1).index_select(0, pos)
+        return torch.zeros_like(x).index_add(0, token_ids, y * w.reshape(-1)[slot_ids][:, None])

@@ -8,13 +8,20 @@ materialise a full ``(E, a, b)`` zero gradient (O(E^2) memory traffic), and ``we
 copies all E gradients once more in its ``stack`` backward. Here the backward writes each expert's
 gradient straight into one preallocated ``(E, a, b)`` buffer with ``out=``, and the forward writes each
 segment into one preallocated output, so the only per-expert cost is the matmul itself.
-``torch._grouped_mm`` was measured slower than this loop on CPU in torch 2.14 (see leaderboard/moe_layer.md).
+On CPU the matmuls run in ``zoo.moe.segment_kernel`` (one OpenMP region per call instead of one per expert: it
+holds up when other processes share the cores); elsewhere, or where the kernel cannot be built, in the Python loop
+below, which is also the reference the kernel is tested against. ``torch._grouped_mm`` was measured no faster
+than the loop on CPU in torch 2.14 (see leaderboard/moe_layer.md).
 """
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 import torch
 from torch import Tensor
+
+from zoo.moe import segment_kernel
 
 
 def _segments(counts: list[int]):
@@ -25,15 +32,34 @@ def _segments(counts: list[int]):
         start += n
 
 
+def _loop_mm(out: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, counts: list[int], transpose: bool):
+    """The reference: out[s:t] = x[s:t] @ weight[e] (or weight[e]^T) [+ bias[e]], one matmul per segment."""
+    for e, s, t in _segments(counts):
+        w = weight[e].t() if transpose else weight[e]
+        if bias is None:
+            torch.mm(x[s:t], w, out=out[s:t])
+        else:
+            torch.addmm(bias[e], x[s:t], w, out=out[s:t])
+
+
+def _loop_wgrad(gw: Tensor, x: Tensor, grad: Tensor, counts: list[int]):
+    """The reference weight gradient: gw[e] = x[s:t]^T @ grad[s:t]; experts without rows get exact zeros."""
+    for e, s, t in _segments(counts):
+        torch.mm(x[s:t].t(), grad[s:t], out=gw[e])
+    empty = [e for e, n in enumerate(counts) if n == 0]
+    if empty:
+        gw[empty] = 0
+
+
 class _SegmentMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None, counts: list[int]) -> Tensor:
         out = x.new_empty(x.shape[0], weight.shape[2])
-        for e, s, t in _segments(counts):
-            if bias is None:
-                torch.mm(x[s:t], weight[e], out=out[s:t])
-            else:
-                torch.addmm(bias[e], x[s:t], weight[e], out=out[s:t])
+        ext = segment_kernel.kernel() if x.device.type == "cpu" else None
+        if ext is not None:
+            ext.segment_mm_out(out, x, weight, bias, [0, *accumulate(counts)], False)
+        else:
+            _loop_mm(out, x, weight, bias, counts, transpose=False)
         ctx.save_for_backward(x, weight)
         ctx.counts = counts
         ctx.has_bias = bias is not None
@@ -50,14 +76,18 @@ class _SegmentMM(torch.autograd.Function):
         if ctx.has_bias and ctx.needs_input_grad[2]:  # one op for all experts (faster than segment_reduce)
             rows = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts)).to(grad.device)
             gb = grad.new_zeros(weight.shape[0], weight.shape[2]).index_add_(0, rows, grad)
-        for e, s, t in _segments(counts):
-            if gx is not None:
-                torch.mm(grad[s:t], weight[e].t(), out=gx[s:t])
-            if gw is not None:
-                torch.mm(x[s:t].t(), grad[s:t], out=gw[e])
-        empty = [e for e, n in enumerate(counts) if n == 0]
-        if gw is not None and empty:
-            gw[empty] = 0  # experts without tokens get an exact zero gradient
+        ext = segment_kernel.kernel() if x.device.type == "cpu" else None
+        offsets = [0, *accumulate(counts)]
+        if gx is not None:
+            if ext is not None:
+                ext.segment_mm_out(gx, grad, weight, None, offsets, True)
+            else:
+                _loop_mm(gx, grad, weight, None, counts, transpose=True)
+        if gw is not None:
+            if ext is not None:
+                ext.segment_wgrad_out(gw, x, grad, offsets)
+            else:
+                _loop_wgrad(gw, x, grad, counts)
         return gx, gw, gb, None
 
 

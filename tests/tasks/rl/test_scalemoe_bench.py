@@ -24,6 +24,17 @@ def test_bench_measures_each_architecture_and_writes_ratios_under_runs(tmp_path,
     assert f"wrote {out.relative_to(tmp_path)}" in capsys.readouterr().out
 
 
+def test_compare_loop_adds_the_previous_dispatch_side_by_side(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ["--env-steps", "210", "--learning-starts", "100", "--actor-hidden", "8", "--critic-hidden", "8"]
+    args += ["--batch-size", "8", "--num-experts", "4", "--compare-loop"]
+    assert main([*args, "--architectures", "simba", "scalemoe-output"]) == 0
+    (out,) = (tmp_path / "runs" / "bench" / "scalemoe").glob("*-critic8.json")
+    results = json.loads(out.read_text())["results"]
+    assert list(results) == ["simba", "scalemoe-output", "loop:scalemoe-output"]
+    assert results["loop:scalemoe-output"]["critic_total"] == results["scalemoe-output"]["critic_total"]
+
+
 def test_only_an_explicit_flag_writes_where_the_page_reads(capsys):
     from zoo.leaderboard.record import results_dir
     from zoo_tasks.rl.bench import output_dir

@@ -1,0 +1,101 @@
+"""The C++ segment-matmul kernel equals the Python loop it replaces, values and gradients, on 1 and 2 threads.
+
+One thread must be bit-identical (the same GEMM calls in the same order: recorded single-threaded runs keep their
+numbers); two threads cut segments at the row bounds of each worker, so the cut weight gradients are summed from
+partials and agree to float rounding.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from zoo.moe import segment_kernel
+from zoo.moe.segment_mm import segment_mm
+
+pytestmark = pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler: the kernel cannot be built")
+
+CASES = {
+    "balanced": [5, 7, 6, 6],
+    "empty experts": [0, 9, 0, 0, 4, 0],
+    "one expert takes all": [0, 0, 23, 0],
+    "single row": [0, 1, 0],
+    "many small": [1, 2, 0, 3, 1, 1, 0, 2, 5, 1],
+}
+
+
+def _run(counts, bias, dtype, use_kernel, monkeypatch):
+    monkeypatch.setenv("ZOO_MOE_KERNEL", "auto" if use_kernel else "off")
+    torch.manual_seed(0)
+    n, a, b = sum(counts), 6, 5
+    x = torch.randn(n, a, dtype=dtype, requires_grad=True)
+    w = torch.randn(len(counts), a, b, dtype=dtype, requires_grad=True)
+    bb = torch.randn(len(counts), b, dtype=dtype, requires_grad=True) if bias else None
+    y = segment_mm(x, w, counts, bb)
+    y.backward(torch.randn_like(y))
+    return [y.detach(), x.grad, w.grad] + ([bb.grad] if bias else [])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("case", list(CASES))
+def test_kernel_equals_python_loop(case, bias, threads, monkeypatch):
+    assert segment_kernel.kernel() is not None, "a compiler is present, so the kernel must build"
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        fast = _run(CASES[case], bias, torch.float32, True, monkeypatch)
+        slow = _run(CASES[case], bias, torch.float32, False, monkeypatch)
+    finally:
+        torch.set_num_threads(old)
+    for f, s in zip(fast, slow, strict=True):
+        if threads == 1:
+            assert torch.equal(f, s)
+        else:
+            torch.testing.assert_close(f, s, rtol=1e-5, atol=1e-5)
+    empty = [e for e, c in enumerate(CASES[case]) if c == 0]
+    assert torch.equal(fast[2][empty], torch.zeros_like(fast[2][empty]))  # exact zeros, not stale memory
+
+
+def test_kernel_gradcheck_two_threads(monkeypatch):
+    monkeypatch.setenv("ZOO_MOE_KERNEL", "auto")
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        x = torch.randn(9, 3, dtype=torch.double, requires_grad=True)
+        w = torch.randn(4, 3, 2, dtype=torch.double, requires_grad=True)
+        b = torch.randn(4, 2, dtype=torch.double, requires_grad=True)
+        counts = [2, 0, 6, 1]  # the 6-row segment is cut between the two workers
+        assert torch.autograd.gradcheck(lambda x, w, b: segment_mm(x, w, counts, b), (x, w, b))
+    finally:
+        torch.set_num_threads(old)
+
+
+def test_kernel_leaves_thread_settings_alone():
+    """The layer must not change global thread settings: same torch threads before and after a step."""
+    code = (
+        "import torch; from zoo.moe import MoE; torch.set_num_threads(2); m = MoE(8, 16, 4, top_k=2); "
+        "y, _ = m(torch.randn(32, 8)); y.sum().backward(); "
+        "assert torch.get_num_threads() == 2, torch.get_num_threads(); "
+        "from zoo.moe import segment_kernel; assert segment_kernel.kernel() is not None; print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+def test_off_switch_runs_the_python_loop(monkeypatch):
+    monkeypatch.setenv("ZOO_MOE_KERNEL", "off")
+    assert segment_kernel.kernel() is None
+
+
+def test_without_a_compiler_the_loop_runs_after_one_warning(monkeypatch):
+    monkeypatch.setenv("CXX", "no-such-compiler")
+    monkeypatch.setattr(segment_kernel, "_state", {})
+    with pytest.warns(UserWarning, match="no C\\+\\+ compiler"):
+        assert segment_kernel.kernel() is None
+    x, w = torch.randn(5, 3), torch.randn(2, 3, 4)
+    torch.testing.assert_close(segment_mm(x, w, [2, 3]), torch.cat([x[:2] @ w[0], x[2:] @ w[1]]))

@@ -1,0 +1,193 @@
+"""A small C++ kernel for segment matmuls: one OpenMP region per call, one single-threaded GEMM per piece.
+
+Why hand-written: no kept library offers a CPU grouped GEMM for PyTorch tensors. ``torch._grouped_mm`` and the
+Python loop in ``zoo.moe.segment_mm`` both issue one multi-threaded GEMM per expert, i.e. one OpenMP parallel
+region per expert per matmul (6E per FFN step). When another process shares the cores and OpenMP threads spin
+(``OMP_WAIT_POLICY`` unset, what users have), each region waits for its partner thread to be scheduled: 2-7x
+the dense floor at E=64-256 (``leaderboard/moe_layer.md``). Padding all experts to one batched ``bmm`` has one
+region but wastes 25-75 % FLOPs on padding. This kernel splits the N sorted rows into one equal row range per
+torch thread, cuts the expert segments at those bounds, and runs every piece as one sequential GEMM inside a
+single ``at::parallel_for`` (MKL runs single-threaded inside a parallel region). The weight gradient of a
+segment cut between two threads is summed from per-piece partials afterwards, in a fixed order.
+
+With one torch thread there is one range: the kernel issues exactly the GEMMs of the Python loop (same calls,
+same order), so single-threaded results are bit-identical to it. It uses ``at::get_num_threads()`` and never
+changes a thread setting.
+
+Built once per machine with ``torch.utils.cpp_extension`` (about a minute), into torch's extension cache
+(``$TORCH_EXTENSIONS_DIR``, default ``~/.cache/torch_extensions``) under a name that includes the source's hash;
+where no C++ compiler is available, or with ``ZOO_MOE_KERNEL=off``, the Python loop runs instead (one warning).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+SOURCE = r"""
+#include <torch/extension.h>
+#include <ATen/Parallel.h>
+#include <algorithm>
+#include <vector>
+
+namespace {
+struct Piece { int64_t e, s, t; bool cut; };
+
+int64_t workers(int64_t rows) {
+  if (at::in_parallel_region()) return 1;
+  return std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), rows));
+}
+
+// One list of pieces per worker: worker k owns rows [N k / n, N (k+1) / n); a segment crossing a bound is cut.
+std::vector<std::vector<Piece>> plan(const std::vector<int64_t>& off, int64_t n) {
+  const int64_t E = static_cast<int64_t>(off.size()) - 1, N = off[E];
+  std::vector<std::vector<Piece>> pieces(n);
+  int64_t first = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t lo = N * k / n, hi = N * (k + 1) / n;
+    while (first < E && off[first + 1] <= lo) ++first;
+    for (int64_t e = first; e < E && off[e] < hi; ++e) {
+      const int64_t s = std::max(off[e], lo), t = std::min(off[e + 1], hi);
+      if (t > s) pieces[k].push_back({e, s, t, s != off[e] || t != off[e + 1]});
+    }
+  }
+  return pieces;
+}
+}  // namespace
+
+// out[s:t] = x[s:t] @ w[e] (+ bias[e]); with trans_w, x[s:t] @ w[e]^T (the input gradient).
+void segment_mm_out(torch::Tensor out, const torch::Tensor& x, const torch::Tensor& w,
+                    const c10::optional<torch::Tensor>& bias, const std::vector<int64_t>& off, bool trans_w) {
+  const auto pieces = plan(off, workers(off.back()));
+  at::parallel_for(0, static_cast<int64_t>(pieces.size()), 1, [&](int64_t lo, int64_t hi) {
+    at::NoGradGuard no_grad;
+    for (int64_t k = lo; k < hi; ++k) {
+      for (const auto& p : pieces[k]) {
+        auto we = trans_w ? w.select(0, p.e).t() : w.select(0, p.e);
+        auto o = out.narrow(0, p.s, p.t - p.s);
+        auto xs = x.narrow(0, p.s, p.t - p.s);
+        if (bias.has_value()) at::addmm_out(o, bias->select(0, p.e), xs, we);
+        else at::mm_out(o, xs, we);
+      }
+    }
+  });
+}
+
+// gw[e] = x[s:t]^T @ g[s:t] for every segment; exact zeros for experts without rows.
+void segment_wgrad_out(torch::Tensor gw, const torch::Tensor& x, const torch::Tensor& g,
+                       const std::vector<int64_t>& off) {
+  const auto pieces = plan(off, workers(off.back()));
+  std::vector<std::vector<int64_t>> slot(pieces.size());
+  int64_t cuts = 0;
+  for (size_t k = 0; k < pieces.size(); ++k)
+    for (const auto& p : pieces[k]) slot[k].push_back(p.cut ? cuts++ : -1);
+  auto partial = at::empty({cuts, gw.size(1), gw.size(2)}, gw.options());
+  at::parallel_for(0, static_cast<int64_t>(pieces.size()), 1, [&](int64_t lo, int64_t hi) {
+    at::NoGradGuard no_grad;
+    for (int64_t k = lo; k < hi; ++k) {
+      for (size_t i = 0; i < pieces[k].size(); ++i) {
+        const auto& p = pieces[k][i];
+        auto o = slot[k][i] < 0 ? gw.select(0, p.e) : partial.select(0, slot[k][i]);
+        at::mm_out(o, x.narrow(0, p.s, p.t - p.s).t(), g.narrow(0, p.s, p.t - p.s));
+      }
+    }
+  });
+  at::NoGradGuard no_grad;
+  std::vector<bool> written(gw.size(0), false);
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    for (size_t i = 0; i < pieces[k].size(); ++i) {
+      const auto& p = pieces[k][i];
+      if (slot[k][i] >= 0) {
+        auto o = gw.select(0, p.e);
+        if (written[p.e]) o.add_(partial.select(0, slot[k][i]));
+        else o.copy_(partial.select(0, slot[k][i]));
+      }
+      written[p.e] = true;
+    }
+  }
+  for (int64_t e = 0; e < gw.size(0); ++e)
+    if (!written[e]) gw.select(0, e).zero_();
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("segment_mm_out", &segment_mm_out);
+  m.def("segment_wgrad_out", &segment_wgrad_out);
+}
+"""
+
+_lock = threading.Lock()
+_state: dict[str, object] = {}
+
+
+def enabled() -> bool:
+    """False when ``ZOO_MOE_KERNEL`` is ``off``/``0``/``loop``, or inside ``forced_off()`` (the Python loop runs)."""
+    if _state.get("forced_off"):
+        return False
+    return os.environ.get("ZOO_MOE_KERNEL", "auto").lower() not in ("off", "0", "loop", "false")
+
+
+@contextmanager
+def forced_off() -> Iterator[None]:
+    """Run the Python loop inside this block (forward and backward): the benchmark's previous-default row."""
+    before = _state.get("forced_off", False)
+    _state["forced_off"] = True
+    try:
+        yield
+    finally:
+        _state["forced_off"] = before
+
+
+def kernel():
+    """The compiled module, building it on first use; None if disabled or it cannot be built here."""
+    if not enabled():
+        return None
+    if "module" in _state:
+        return _state["module"]
+    with _lock:
+        if "module" not in _state:
+            _state["module"] = _build()
+    return _state["module"]
+
+
+def _build():
+    if shutil.which(os.environ.get("CXX", "c++")) is None:
+        warnings.warn("zoo.moe: no C++ compiler found; segment matmuls use the slower Python loop", stacklevel=3)
+        return None
+    log = logging.getLogger("torch.utils.cpp_extension")
+    level = log.level
+    log.setLevel(logging.ERROR)  # its import logs "No CUDA runtime is found" on every CPU machine
+    try:
+        from torch.utils.cpp_extension import _get_build_directory, load_inline
+    finally:
+        log.setLevel(level)
+
+    name = "zoo_segment_mm_" + hashlib.sha256((SOURCE + torch.__version__).encode()).hexdigest()[:12]
+    path = Path(_get_build_directory(name, verbose=False))
+    if not any(path.glob("*.so")):
+        print("zoo.moe: building the segment-matmul kernel once for this machine (about a minute) ...", flush=True)
+    try:
+        return load_inline(
+            name,
+            cpp_sources=SOURCE,
+            extra_cflags=["-O2", "-std=c++20", "-fopenmp"],
+            extra_ldflags=["-fopenmp"],
+            verbose=False,
+        )
+    # a broken toolchain must not stop training: fall back, say so once
+    except (RuntimeError, OSError, ImportError, subprocess.CalledProcessError) as err:
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        warnings.warn(
+            f"zoo.moe: could not build the segment-matmul kernel ({first_line}); using the slower Python loop",
+            stacklevel=3,
+        )
+        return None
