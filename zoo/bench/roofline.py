@@ -10,9 +10,10 @@
 - GEMM rate: the best of a few square ``mm`` of size 2048 on the torch threads in use; bandwidth: the best
   STREAM-style triad ``a = b + 2 c`` over 3 x 128 MiB arrays (3 arrays moved per element).
 
-A second, shape-aware bound: each expert's GEMMs have only ``slots / E`` rows (64 at E=256), where even one
-sequential GEMM runs below the big-GEMM rate. ``shape_rate`` measures one thread on that shape;
-``FLOPs / (threads * shape_rate)`` is the time of perfectly parallel per-expert GEMMs with no other work.
+A second, shape-aware bound: each expert's GEMMs have only ``slots / E`` rows (64 at E=256), and its weight
+gradients contract over those rows, where even one sequential GEMM runs below the big-GEMM rate.
+``expert_gemm_seconds`` times one thread on the six GEMM shapes of one expert; ``E * that / threads`` is the step
+time of perfectly parallel per-expert GEMMs with no other work.
 """
 
 from __future__ import annotations
@@ -30,18 +31,25 @@ def gemm_rate(n: int = 2048, reps: int = 3) -> float:
     return 2 * n**3 / best
 
 
-def shape_rate(rows: int, dim: int, hidden: int, reps: int = 3) -> float:
-    """Best single-thread FLOP/s of the expert GEMM shape ``(rows, dim) @ (dim, hidden)`` (the bench's own thread
-    count is restored afterwards)."""
+def expert_gemm_seconds(rows: int, dim: int, hidden: int, reps: int = 3) -> float:
+    """Best single-thread time of the six GEMMs one expert runs per step (the bench's thread count is restored).
+
+    Layer 1 (w1: dim x hidden) and layer 2 (w2: hidden x dim), each forward ``(rows, a) @ (a, b)``, input gradient
+    ``(rows, b) @ (b, a)`` and weight gradient ``(a, rows) @ (rows, b)`` (contracting over the expert's rows)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    rows = max(1, rows)
+    shapes = [(rows, dim, hidden), (rows, hidden, dim), (dim, rows, hidden)]  # layer 1; layer 2 swaps dim/hidden
+    shapes += [(rows, hidden, dim), (rows, dim, hidden), (hidden, rows, dim)]
+    mats = [(torch.randn(m, k), torch.randn(k, n)) for m, k, n in shapes]
     try:
-        a, b = torch.randn(max(1, rows), dim), torch.randn(dim, hidden)
-        a @ b
-        best = min(_time(lambda: a @ b) for _ in range(reps * 4))
+        total = 0.0
+        for a, b in mats:
+            a @ b
+            total += min(_time(lambda a=a, b=b: a @ b) for _ in range(reps * 3))
     finally:
         torch.set_num_threads(threads)
-    return 2 * a.shape[0] * dim * hidden / best
+    return total
 
 
 def triad_bandwidth(mib: int = 128, reps: int = 5) -> float:
