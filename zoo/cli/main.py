@@ -109,8 +109,10 @@ def _run(argv: list[str]) -> int:
             from zoo.errors import ConfigError
 
             raise ConfigError(f"unknown benchmark {rest[0] if rest else ''!r}; choose from: {', '.join(known)}")
+        from zoo.cli.quiet import quiet_third_party
         from zoo.registry import load_object
 
+        quiet_third_party()  # a benchmark's Lightning fits print the same adverts as `zoo fit`
         return int(load_object(known[rest[0]])(_bench_args(rest[0], rest[1:])) or 0)
     from zoo.errors import ConfigError
 
