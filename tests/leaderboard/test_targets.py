@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from zoo.errors import ConfigError
 from zoo.leaderboard.record import RunRecord
 from zoo.leaderboard.results_table import ResultTable
 from zoo.leaderboard.targets import (
     AtLeast,
     BeatsBestPublished,
+    BeatsBy,
     BeatsOnAverage,
     ImprovesOnFraction,
     NotWorse,
@@ -103,3 +105,54 @@ def test_within_of_published_reads_negative_published_values_the_right_way_round
     assert WithinOfPublished("dense", "test/return", 0.10).verdicts(_table(recs, rows, ("test/return",)))[0].met
     zero = (BenchmarkRow("dense", "A", "x.yaml", published={"test/return": 0.0}),)
     assert WithinOfPublished("dense", "test/return", 0.10).verdicts(_table(recs, zero, ("test/return",))) == []
+
+
+def test_beats_by_a_margin_over_the_best_of_several_baselines():
+    recs = [
+        _rec("moe", "A", 33.0, metric="test/psnr"), _rec("moe", "A", 33.2, seed=1, metric="test/psnr"),
+        _rec("mlp", "A", 31.0, metric="test/psnr"), _rec("hex", "A", 32.5, metric="test/psnr"),  # best: hex
+        _rec("moe", "B", 30.0, metric="test/psnr"), _rec("mlp", "B", 29.8, metric="test/psnr"),  # hex not run on B
+        _rec("moe", "C", 40.0, metric="test/psnr"),  # no baseline: not judged
+    ]  # fmt: skip
+    table = _table(recs, higher=("test/psnr",))
+    a, b = BeatsBy("moe", ("mlp", "hex"), "test/psnr", margin=0.5).verdicts(table)
+    assert (a.where, a.met, b.where, b.met) == ("A", True, "B", False)  # 33.1 >= 32.5 + 0.5; 30.0 < 29.8 + 0.5
+    assert a.target == "moe test/psnr ≥ best of mlp, hex + 0.5"
+    assert a.ours == "33.1 (n=2); best hex 32.5 (n=1); +0.600 over best"
+    assert "best mlp" in b.ours and b.ours.endswith("+0.200 over best")
+    assert BeatsBy("moe", ("mlp", "hex"), "test/psnr", margin=0.7).verdicts(table)[0].met is False
+    assert BeatsBy("moe", ("mlp", "hex"), "test/psnr", margin=0.6).verdicts(table)[0].met is True  # exactly: met
+
+
+def test_beats_by_follows_a_lower_is_better_metric():
+    recs = [_rec("moe", "A", 0.20, metric="test/mse"), _rec("x", "A", 0.30, metric="test/mse"),
+            _rec("y", "A", 0.25, metric="test/mse")]  # fmt: skip
+    table = _table(recs, higher=())
+    (v,) = BeatsBy("moe", ("x", "y"), "test/mse", margin=0.05).verdicts(table)
+    assert v.met is True and v.target == "moe test/mse ≤ best of x, y − 0.05" and "best y 0.250" in v.ours
+    assert BeatsBy("moe", ("x", "y"), "test/mse", margin=0.06).verdicts(table)[0].met is False
+    assert BeatsBy("moe", ("x", "y"), "test/mse", ratio=1.25).verdicts(table)[0].met is True  # 0.20 <= 0.25 / 1.25
+    (r,) = BeatsBy("moe", ("x", "y"), "test/mse", ratio=1.3).verdicts(table)
+    assert r.met is False and r.target == "moe test/mse ≤ best of x, y / 1.3" and r.ours.endswith("0.80× best")
+    worse = _table([*recs, _rec("z", "A", 0.1, metric="test/mse")], higher=())
+    assert BeatsBy("moe", ("x", "z"), "test/mse").verdicts(worse)[0].met is False  # margin 0: not worse than z
+
+
+def test_beats_by_a_ratio_and_when_it_cannot_judge():
+    recs = [_rec("sphere", "S", 0.3), _rec("sphere", "S", 0.4, seed=1), _rec("moe", "S", 0.2)]
+    table = _table(recs)
+    (v,) = BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(table)
+    assert v.met is True and v.target == "sphere test/acc ≥ 1.5× best of moe" and v.ours.endswith("1.75× best")
+    assert BeatsBy("sphere", ("moe",), "test/acc", ratio=1.8).verdicts(table)[0].met is False
+    exact = _table([_rec("sphere", "S", 0.3), _rec("moe", "S", 0.2)])  # 0.2 * 1.5 = 0.30000000000000004
+    assert BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(exact)[0].met is True
+    zero = _table([_rec("sphere", "S", 0.3), _rec("moe", "S", 0.0)])
+    (z,) = BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(zero)
+    assert z.met is None and "ratio undefined" in z.ours
+    (empty,) = BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(_table([_rec("moe", "S", 0.2)]))
+    assert empty.met is None and empty.ours == "no cells with runs yet"
+    assert targets_section([BeatsBy("sphere", ("moe",), "test/acc", label="claim")], _table([]))[-2] == (
+        "| claim | test/acc | no cells with runs yet | not yet judged |"
+    )
+    with pytest.raises(ConfigError, match="BeatsBy"):
+        BeatsBy("sphere", ("moe",), "test/acc", margin=0.1, ratio=1.5)

@@ -11,6 +11,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from zoo.errors import ConfigError
 from zoo.leaderboard.results_table import ResultTable
 
 
@@ -162,6 +163,65 @@ class NotWorse:
             target = f"{self.method} {_sign(table, self.metric)} {self.baseline}"
             out.append(Verdict(target, ds, f"{_fmt(ours)} (n={n}) vs {_fmt(base)} (n={nb})", ok))
         return out
+
+
+@dataclass(frozen=True)
+class BeatsBy:
+    """``method``'s mean ``metric`` beats the best of ``baselines``' means by at least ``margin``, per dataset where
+    the method and at least one baseline have runs (the best among those that have).
+
+    ``margin`` is absolute, in the metric's units and direction: higher-is-better means ours ≥ best + margin,
+    lower-is-better ours ≤ best − margin (``margin=0``: not worse than the best; a negative margin lets it fall
+    short by that much). With ``ratio`` instead: ours ≥ ratio × best (higher-is-better) or ours ≤ best / ratio
+    (lower-is-better); a ratio means nothing against a best ≤ 0, so such a cell is shown but not judged. Reaching
+    the required value (to float rounding) meets it. ``label`` replaces the generated target text; ``met`` is None
+    until a dataset can be judged.
+    """
+
+    method: str
+    baselines: tuple[str, ...]
+    metric: str
+    margin: float = 0.0
+    ratio: float | None = None
+    label: str = ""
+
+    def __post_init__(self):
+        if self.ratio is not None and (self.ratio <= 0 or self.margin):
+            raise ConfigError(f"BeatsBy({self.method!r}): give a positive ratio or a margin, not both")
+
+    def verdicts(self, table: ResultTable) -> list[Verdict]:
+        higher, names = self.metric in table.higher, ", ".join(self.baselines)
+        if self.ratio is not None:
+            need = f"{self.ratio:g}× best of {names}" if higher else f"best of {names} / {self.ratio:g}"
+        else:
+            plus = (self.margin > 0) == higher
+            need = f"best of {names}" + (f" {'+' if plus else '−'} {abs(self.margin):g}" if self.margin else "")
+        target = self.label or f"{self.method} {self.metric} {_sign(table, self.metric)} {need}"
+        out = []
+        for ds in table.datasets:
+            ours = table.mean(self.method, ds, self.metric)
+            means = {b: table.mean(b, ds, self.metric) for b in self.baselines}
+            means = {b: v for b, v in means.items() if not math.isnan(v)}
+            if math.isnan(ours) or not means:
+                continue
+            name = (max if higher else min)(means, key=means.get)
+            best = means[name]
+            if self.ratio is None:
+                gain = ours - best if higher else best - ours
+                required = best + self.margin if higher else best - self.margin
+                achieved = f"{'+' if gain >= 0 else ''}{_fmt(gain)} over best"
+            elif best > 0:
+                required, achieved = best * self.ratio if higher else best / self.ratio, f"{ours / best:.2f}× best"
+            else:
+                required, achieved = math.nan, "ratio undefined (best ≤ 0)"
+            shown = (
+                f"{_fmt(ours)} (n={table.count(self.method, ds, self.metric)}); best {name} {_fmt(best)} "
+                f"(n={table.count(name, ds, self.metric)}); {achieved}"
+            )
+            reached = math.isclose(ours, required, rel_tol=1e-9) or not table.better(self.metric, required, ours)
+            met = None if math.isnan(required) else reached
+            out.append(Verdict(target, ds, shown, met))
+        return out or [Verdict(target, self.metric, "no cells with runs yet", None)]
 
 
 @dataclass(frozen=True)
