@@ -146,9 +146,12 @@ def test_beats_by_a_ratio_and_when_it_cannot_judge():
     assert BeatsBy("sphere", ("moe",), "test/acc", ratio=1.8).verdicts(table)[0].met is False
     exact = _table([_rec("sphere", "S", 0.3), _rec("moe", "S", 0.2)])  # 0.2 * 1.5 = 0.30000000000000004
     assert BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(exact)[0].met is True
-    zero = _table([_rec("sphere", "S", 0.3), _rec("moe", "S", 0.0)])
-    (z,) = BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(zero)
-    assert z.met is None and "ratio undefined" in z.ours
+    ratio = BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5)
+    (z,) = ratio.verdicts(_table([_rec("sphere", "S", 0.3), _rec("moe", "S", 0.0)]))
+    assert z.met is True and z.ours.endswith("best is 0: ours > 0 counts")
+    assert ratio.verdicts(_table([_rec("sphere", "S", 0.0), _rec("moe", "S", 0.0)]))[0].met is False  # no gain
+    (neg,) = ratio.verdicts(_table([_rec("sphere", "S", 0.3), _rec("moe", "S", -0.5)]))
+    assert neg.met is None and "ratio undefined" in neg.ours
     (empty,) = BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(_table([_rec("moe", "S", 0.2)]))
     assert empty.met is None and empty.ours == "no cells with runs yet"
     assert targets_section([BeatsBy("sphere", ("moe",), "test/acc", label="claim")], _table([]))[-2] == (

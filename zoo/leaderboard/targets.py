@@ -173,9 +173,9 @@ class BeatsBy:
     ``margin`` is absolute, in the metric's units and direction: higher-is-better means ours ≥ best + margin,
     lower-is-better ours ≤ best − margin (``margin=0``: not worse than the best; a negative margin lets it fall
     short by that much). With ``ratio`` instead: ours ≥ ratio × best (higher-is-better) or ours ≤ best / ratio
-    (lower-is-better); a ratio means nothing against a best ≤ 0, so such a cell is shown but not judged. Reaching
-    the required value (to float rounding) meets it. ``label`` replaces the generated target text; ``met`` is None
-    until a dataset can be judged.
+    (lower-is-better); against a best of 0 only a strict gain meets it (0 vs 0 misses), and a ratio means nothing
+    against a negative best, so such a cell is shown but not judged. Reaching the required value (to float
+    rounding) meets it. ``label`` replaces the generated target text; ``met`` is None until a dataset can be judged.
     """
 
     method: str
@@ -188,6 +188,9 @@ class BeatsBy:
     def __post_init__(self):
         if self.ratio is not None and (self.ratio <= 0 or self.margin):
             raise ConfigError(f"BeatsBy({self.method!r}): give a positive ratio or a margin, not both")
+
+    def _reaches(self, table: ResultTable, ours: float, required: float) -> bool:
+        return math.isclose(ours, required, rel_tol=1e-9) or not table.better(self.metric, required, ours)
 
     def verdicts(self, table: ResultTable) -> list[Verdict]:
         higher, names = self.metric in table.higher, ", ".join(self.baselines)
@@ -208,18 +211,20 @@ class BeatsBy:
             best = means[name]
             if self.ratio is None:
                 gain = ours - best if higher else best - ours
-                required = best + self.margin if higher else best - self.margin
+                met = self._reaches(table, ours, best + self.margin if higher else best - self.margin)
                 achieved = f"{'+' if gain >= 0 else ''}{_fmt(gain)} over best"
             elif best > 0:
-                required, achieved = best * self.ratio if higher else best / self.ratio, f"{ours / best:.2f}× best"
+                met = self._reaches(table, ours, best * self.ratio if higher else best / self.ratio)
+                achieved = f"{ours / best:.2f}× best"
+            elif best == 0:  # any ratio of 0 is 0: only a strict gain counts (0 vs 0 shows none)
+                met = table.better(self.metric, ours, 0.0)
+                achieved = f"best is 0: ours {_sign(table, self.metric, strict=True)} 0 counts"
             else:
-                required, achieved = math.nan, "ratio undefined (best ≤ 0)"
+                met, achieved = None, "ratio undefined (best < 0)"
             shown = (
                 f"{_fmt(ours)} (n={table.count(self.method, ds, self.metric)}); best {name} {_fmt(best)} "
                 f"(n={table.count(name, ds, self.metric)}); {achieved}"
             )
-            reached = math.isclose(ours, required, rel_tol=1e-9) or not table.better(self.metric, required, ours)
-            met = None if math.isnan(required) else reached
             out.append(Verdict(target, ds, shown, met))
         return out or [Verdict(target, self.metric, "no cells with runs yet", None)]
 
