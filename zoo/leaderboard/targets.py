@@ -193,12 +193,13 @@ class BeatsBy:
         return math.isclose(ours, required, rel_tol=1e-9) or not table.better(self.metric, required, ours)
 
     def verdicts(self, table: ResultTable) -> list[Verdict]:
-        higher, names = self.metric in table.higher, ", ".join(self.baselines)
+        higher = self.metric in table.higher
+        of = self.baselines[0] if len(self.baselines) == 1 else f"best of {', '.join(self.baselines)}"
         if self.ratio is not None:
-            need = f"{self.ratio:g}× best of {names}" if higher else f"best of {names} / {self.ratio:g}"
+            need = f"{self.ratio:g}× {of}" if higher else f"{of} / {self.ratio:g}"
         else:
             plus = (self.margin > 0) == higher
-            need = f"best of {names}" + (f" {'+' if plus else '−'} {abs(self.margin):g}" if self.margin else "")
+            need = of + (f" {'+' if plus else '−'} {abs(self.margin):g}" if self.margin else "")
         target = self.label or f"{self.method} {self.metric} {_sign(table, self.metric)} {need}"
         out = []
         for ds in table.datasets:

@@ -6,7 +6,7 @@ Imports nothing heavy: ``zoo list`` loads every spec.
 
 from __future__ import annotations
 
-from zoo.leaderboard.targets import BeatsOnAverage, NotWorse
+from zoo.leaderboard.targets import BeatsBy, NotWorse
 from zoo.registry import BenchmarkRow, TaskSpec
 
 # The CPU-scale sequence: a sub-sequence of CW10 in CW10's order (positions 3, 6, 9), the tasks on which dense
@@ -114,9 +114,11 @@ SPHERE = TaskSpec(
     higher_is_better=("test/avg_success", "test/avg_stage_success", "test/effective_rank"),
     extra_tables="zoo_tasks.rl.continual.tables:sphere_tables",  # success matrix, r_e per stage, routing, speed
     targets=(
-        # the issue's "SPHERE >= 1.5x the unregularised MoE" and "r_e higher at every stage boundary" are judged in
-        # the extra tables (no ratio target in zoo.leaderboard.targets); these are their weaker record-level forms
-        BeatsOnAverage(SPHERE_METHOD, (MOE,), "test/avg_success"),
+        # the issue's "SPHERE >= 1.5x the unregularised MoE's average success" (means over the seeds); its "r_e
+        # higher at every stage boundary" needs the per-stage ranks and is judged in the extra tables: NotWorse on
+        # the final r_e is its weaker record-level form, and NotWorse on the diagonal success (each task just after
+        # training on it) a weaker companion of the success claim
+        BeatsBy(SPHERE_METHOD, (MOE,), "test/avg_success", ratio=1.5),
         NotWorse(SPHERE_METHOD, MOE, "test/effective_rank"),
         NotWorse(SPHERE_METHOD, MOE, "test/avg_stage_success"),
     ),
