@@ -75,6 +75,23 @@ def test_kernel_gradcheck_two_threads(monkeypatch):
         torch.set_num_threads(old)
 
 
+@pytest.mark.parametrize("mode", ["inference_mode", "no_grad"])
+def test_kernel_runs_under_inference_mode_on_two_threads(mode, monkeypatch):
+    """The worker threads get the caller's thread-local state (inference tensors may only be written inside it)."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        x, w, b = torch.randn(40, 6), torch.randn(3, 6, 5), torch.randn(3, 5)
+        with getattr(torch, mode)():
+            monkeypatch.setenv("ZOO_MOE_KERNEL", "auto")
+            fast = segment_mm(x, w, [13, 0, 27], b)
+            monkeypatch.setenv("ZOO_MOE_KERNEL", "off")
+            slow = segment_mm(x, w, [13, 0, 27], b)
+    finally:
+        torch.set_num_threads(old)
+    torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-5)
+
+
 def test_kernel_leaves_thread_settings_alone():
     """The layer must not change global thread settings: same torch threads before and after a step."""
     code = (

@@ -37,6 +37,7 @@ import torch
 SOURCE = r"""
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
+#include <ATen/ThreadLocalState.h>
 #include <algorithm>
 #include <vector>
 
@@ -69,7 +70,9 @@ std::vector<std::vector<Piece>> plan(const std::vector<int64_t>& off, int64_t n)
 void segment_mm_out(torch::Tensor out, const torch::Tensor& x, const torch::Tensor& w,
                     const c10::optional<torch::Tensor>& bias, const std::vector<int64_t>& off, bool trans_w) {
   const auto pieces = plan(off, workers(off.back()));
+  const at::ThreadLocalState caller;  // inference mode, dispatch keys: the worker threads start without them
   at::parallel_for(0, static_cast<int64_t>(pieces.size()), 1, [&](int64_t lo, int64_t hi) {
+    at::ThreadLocalStateGuard state(caller);
     at::NoGradGuard no_grad;
     for (int64_t k = lo; k < hi; ++k) {
       for (const auto& p : pieces[k]) {
@@ -92,7 +95,9 @@ void segment_wgrad_out(torch::Tensor gw, const torch::Tensor& x, const torch::Te
   for (size_t k = 0; k < pieces.size(); ++k)
     for (const auto& p : pieces[k]) slot[k].push_back(p.cut ? cuts++ : -1);
   auto partial = at::empty({cuts, gw.size(1), gw.size(2)}, gw.options());
+  const at::ThreadLocalState caller;  // inference mode, dispatch keys: the worker threads start without them
   at::parallel_for(0, static_cast<int64_t>(pieces.size()), 1, [&](int64_t lo, int64_t hi) {
+    at::ThreadLocalStateGuard state(caller);
     at::NoGradGuard no_grad;
     for (int64_t k = lo; k < hi; ++k) {
       for (size_t i = 0; i < pieces[k].size(); ++i) {
