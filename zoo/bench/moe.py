@@ -112,6 +112,11 @@ class _LoopDefault(OutputOnly):
     kernel_off = True
 
 
+def _dispatch(model: nn.Module):
+    """The Python segment loop for the previous-default row, the default dispatch for every other row."""
+    return segment_kernel.forced_off() if getattr(model, "kernel_off", False) else nullcontext()
+
+
 def build(E: int, dim: int, hidden: int, top_k: int, rows: list[str]) -> dict[str, nn.Module]:
     torch.manual_seed(0)
     moe = MoE(dim, hidden, E, top_k=top_k, router="topk", experts="ffn")
@@ -140,7 +145,7 @@ def step(model: nn.Module, x: torch.Tensor, g: torch.Tensor) -> tuple[float, flo
     before = _rss_kb("VmRSS")
     can_peak = _reset_peak()
     t0, c0 = time.perf_counter(), time.process_time()
-    with segment_kernel.forced_off() if getattr(model, "kernel_off", False) else nullcontext():
+    with _dispatch(model):
         model(x).backward(g)
     dt_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
     peak = _rss_kb("VmHWM") if can_peak else None
@@ -161,7 +166,7 @@ def bench_one(E: int, args, rows: list[str]) -> dict:
     diffs = {}
     for name, m in models.items():
         if ref is not None and name not in ("floor", "gshard", "ours"):
-            with torch.no_grad(), segment_kernel.forced_off() if getattr(m, "kernel_off", False) else nullcontext():
+            with torch.no_grad(), _dispatch(m):
                 diffs[name] = float((m(x) - ref).abs().max())
         step(m, x, g)  # warm-up
     times: dict[str, list[float]] = {r: [] for r in models}

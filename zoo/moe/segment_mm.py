@@ -56,12 +56,13 @@ class _SegmentMM(torch.autograd.Function):
     def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None, counts: list[int]) -> Tensor:
         out = x.new_empty(x.shape[0], weight.shape[2])
         ext = segment_kernel.kernel() if x.device.type == "cpu" else None
+        offsets = [0, *accumulate(counts)]
         if ext is not None:
-            ext.segment_mm_out(out, x, weight, bias, [0, *accumulate(counts)], False)
+            ext.segment_mm_out(out, x, weight, bias, offsets, False)
         else:
             _loop_mm(out, x, weight, bias, counts, transpose=False)
         ctx.save_for_backward(x, weight)
-        ctx.counts = counts
+        ctx.counts, ctx.offsets, ctx.ext = counts, offsets, ext  # the backward runs the forward's path
         ctx.has_bias = bias is not None
         return out
 
@@ -76,8 +77,7 @@ class _SegmentMM(torch.autograd.Function):
         if ctx.has_bias and ctx.needs_input_grad[2]:  # one op for all experts (faster than segment_reduce)
             rows = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts)).to(grad.device)
             gb = grad.new_zeros(weight.shape[0], weight.shape[2]).index_add_(0, rows, grad)
-        ext = segment_kernel.kernel() if x.device.type == "cpu" else None
-        offsets = [0, *accumulate(counts)]
+        ext, offsets = ctx.ext, ctx.offsets
         if gx is not None:
             if ext is not None:
                 ext.segment_mm_out(gx, grad, weight, None, offsets, True)
