@@ -116,3 +116,83 @@ def test_without_a_compiler_the_loop_runs_after_one_warning(monkeypatch):
         assert segment_kernel.kernel() is None
     x, w = torch.randn(5, 3), torch.randn(2, 3, 4)
     torch.testing.assert_close(segment_mm(x, w, [2, 3]), torch.cat([x[:2] @ w[0], x[2:] @ w[1]]))
+
+
+def test_output_cache_reuses_freed_blocks_and_empties(monkeypatch):
+    """A freed large output goes back to the cache and the next request of that size gets the same block."""
+    monkeypatch.setenv("ZOO_MOE_KERNEL", "auto")
+    ext = segment_kernel.kernel()
+    segment_kernel.empty_cache()
+    like = torch.empty(1)
+    a = ext.pooled_empty([4, 512, 1024], like)  # 8 MiB: from the cache's own mappings
+    ptr = a.data_ptr()
+    assert segment_kernel.pool_stats()["live"] >= a.numel() * 4
+    del a
+    assert segment_kernel.pool_stats()["cached"] >= 8 << 20
+    b = ext.pooled_empty([4, 1024, 512], like)
+    assert b.data_ptr() == ptr, "the same size must reuse the freed block"
+    assert ext.pooled_empty([3, 5], like).numel() == 15  # small requests go to torch's allocator
+    del b
+    assert segment_kernel.empty_cache() >= 8 << 20
+    assert segment_kernel.pool_stats()["cached"] == 0
+
+
+def test_output_cache_never_exceeds_twice_its_high_water_mark(monkeypatch):
+    monkeypatch.setenv("ZOO_MOE_KERNEL", "auto")
+    ext = segment_kernel.kernel()
+    segment_kernel.empty_cache()
+    like = torch.empty(1)
+    blocks = [ext.pooled_empty([2 << 20], like) for _ in range(2)]  # 2 x 8 MiB live at once: high = 16 MiB
+    del blocks
+    for mib in (10, 12, 14):  # one at a time, each a new size: cached would reach 16 + 10 + 12 + 14 MiB
+        t = ext.pooled_empty([mib << 18], like)
+        del t
+    stats = segment_kernel.pool_stats()
+    assert 0 < stats["cached"] <= 2 * stats["high"], stats
+    segment_kernel.empty_cache()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_reused_blocks_are_fully_overwritten(threads, monkeypatch):
+    """Cached blocks hold stale data: every output element (rows, input and weight gradients, zero-row experts)
+    must be written, so a step on NaN-filled recycled memory equals one on fresh memory."""
+    monkeypatch.setenv("ZOO_MOE_KERNEL", "auto")
+    ext = segment_kernel.kernel()
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        counts = [0, 300, 0, 212, 0, 0, 512]  # zero-row experts, cut segments, outputs of 1 MiB and more
+        torch.manual_seed(0)
+        x = torch.randn(sum(counts), 512, requires_grad=True)
+        w = torch.randn(len(counts), 512, 512, requires_grad=True)
+        g = torch.randn(sum(counts), 512)
+
+        def run():
+            x.grad = w.grad = None
+            y = segment_mm(x, w, counts)
+            y.backward(g)
+            return y.detach().clone(), x.grad.clone(), w.grad.clone()
+
+        fresh = run()
+        segment_kernel.empty_cache()
+        poison = [ext.pooled_empty(list(t.shape), t) for t in fresh for _ in range(2)]
+        for p in poison:
+            p.fill_(float("nan"))
+        del poison, p
+        assert segment_kernel.pool_stats()["cached"] > 0
+        for f, r in zip(fresh, run(), strict=True):
+            assert torch.equal(f, r)
+    finally:
+        torch.set_num_threads(old)
+        segment_kernel.empty_cache()
+
+
+def test_cache_off_switch(monkeypatch):
+    monkeypatch.setenv("ZOO_MOE_KERNEL", "auto")
+    monkeypatch.setenv("ZOO_MOE_POOL", "off")
+    segment_kernel.empty_cache()
+    x, w = torch.randn(600, 512), torch.randn(2, 512, 512)
+    y = segment_mm(x, w, [300, 300])
+    assert y.shape == (600, 512)
+    del y
+    assert segment_kernel.pool_stats()["cached"] == 0

@@ -14,6 +14,11 @@ With one torch thread there is one range: the kernel issues exactly the GEMMs of
 same order), so single-threaded results are bit-identical to it. It uses ``at::get_num_threads()`` and never
 changes a thread setting.
 
+Its large outputs (segment outputs, input and weight gradients: 1 GiB per step at E=256) come from a cache of
+mappings that freed outputs return to, because first-touching fresh memory inside the GEMMs cost as much as the
+GEMMs themselves at E=256 here (``leaderboard/notes/moe_layer.md``). The cache keeps at most twice the most it had
+handed out at once; ``empty_cache()`` frees it, ``ZOO_MOE_POOL=off`` turns it off.
+
 Built once per machine with ``torch.utils.cpp_extension`` (about a minute), into torch's extension cache
 (``$TORCH_EXTENSIONS_DIR``, default ``~/.cache/torch_extensions``) under a name that includes the source's hash;
 where no C++ compiler is available, or with ``ZOO_MOE_KERNEL=off``, the Python loop runs instead (one warning).
@@ -38,7 +43,11 @@ SOURCE = r"""
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 #include <ATen/ThreadLocalState.h>
+#include <sys/mman.h>
 #include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
 #include <vector>
 
 namespace {
@@ -124,7 +133,92 @@ void segment_wgrad_out(torch::Tensor gw, const torch::Tensor& x, const torch::Te
     if (!written[e]) gw.select(0, e).zero_();
 }
 
+// A small cache of the kernel path's large outputs (the (E, a, b) weight gradient is 1 GiB at E=256). Each one
+// lives in its own anonymous mapping; when the tensor dies the mapping is kept for the next request of about the
+// same size instead of being unmapped. Why: fresh memory is first touched page by page inside the GEMMs, and on
+// this machine that costs ~0.5-1 ms of kernel time per MiB, as much as the expert GEMMs themselves at E=256. The
+// cache holds at most twice the high-water mark of bytes handed out at once (the activations' blocks are free
+// again before the weight gradients are taken, so one step needs more than its peak); `empty_cache()` returns
+// it all.
+namespace pool {
+constexpr size_t kMin = size_t(1) << 20, kGrain = size_t(2) << 20;
+struct State {
+  std::mutex mu;
+  std::multimap<size_t, void*> free_blocks;  // bytes -> mapping
+  size_t cached = 0, live = 0, high = 0;
+};
+State& state() {
+  static State* s = new State;  // never destroyed: tensors may die after static destructors have run
+  return *s;
+}
+void give_back(void* p, size_t bytes) {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.live -= bytes;
+  if (s.cached + bytes <= 2 * s.high) {
+    s.free_blocks.emplace(bytes, p);
+    s.cached += bytes;
+  } else {
+    munmap(p, bytes);
+  }
+}
+}  // namespace pool
+
+// An uninitialised tensor shaped `sizes` like `like`; from 1 MiB up, from the cache above.
+torch::Tensor pooled_empty(const std::vector<int64_t>& sizes, const torch::Tensor& like) {
+  int64_t numel = 1;
+  for (auto n : sizes) numel *= n;
+  const size_t bytes = static_cast<size_t>(numel) * like.element_size();
+  if (bytes < pool::kMin) return at::empty(sizes, like.options());
+  const size_t want = (bytes + pool::kGrain - 1) / pool::kGrain * pool::kGrain;
+  auto& s = pool::state();
+  void* p = nullptr;
+  size_t got = want;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.free_blocks.lower_bound(want);
+    if (it != s.free_blocks.end() && it->first <= want + want / 4) {
+      p = it->second;
+      got = it->first;
+      s.cached -= got;
+      s.free_blocks.erase(it);
+    }
+  }
+  if (p == nullptr) {
+    p = mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return at::empty(sizes, like.options());  // let torch's allocator report the failure
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.live += got;
+    s.high = std::max(s.high, s.live);
+  }
+  return torch::from_blob(p, sizes, [p, got](void*) { pool::give_back(p, got); }, like.options());
+}
+
+// Unmap every cached block; the cap drops to what is live now. Returns the bytes released.
+int64_t empty_cache() {
+  auto& s = pool::state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  const size_t released = s.cached;
+  for (auto& [bytes, p] : s.free_blocks) munmap(p, bytes);
+  s.free_blocks.clear();
+  s.cached = 0;
+  s.high = s.live;
+  return static_cast<int64_t>(released);
+}
+
+// (cached, live, high-water) bytes of the cache.
+std::vector<int64_t> pool_stats() {
+  auto& s = pool::state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return {static_cast<int64_t>(s.cached), static_cast<int64_t>(s.live), static_cast<int64_t>(s.high)};
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("pooled_empty", &pooled_empty);
+  m.def("empty_cache", &empty_cache);
+  m.def("pool_stats", &pool_stats);
   m.def("segment_mm_out", &segment_mm_out);
   m.def("segment_wgrad_out", &segment_wgrad_out);
 }
@@ -139,6 +233,24 @@ def enabled() -> bool:
     if _state.get("forced_off"):
         return False
     return os.environ.get("ZOO_MOE_KERNEL", "auto").lower() not in ("off", "0", "loop", "false")
+
+
+def pooling() -> bool:
+    """Whether the kernel path takes its large outputs from its cache; ``ZOO_MOE_POOL=off`` turns it off."""
+    return os.environ.get("ZOO_MOE_POOL", "on").lower() not in ("off", "0", "false")
+
+
+def empty_cache() -> int:
+    """Unmap the kernel's cached output blocks (as ``torch.cuda.empty_cache``); returns the bytes released."""
+    module = _state.get("module")
+    return int(module.empty_cache()) if module is not None else 0
+
+
+def pool_stats() -> dict[str, int]:
+    """Bytes the output cache holds free (``cached``), hands out now (``live``) and its cap (``high``)."""
+    module = _state.get("module")
+    cached, live, high = module.pool_stats() if module is not None else (0, 0, 0)
+    return {"cached": int(cached), "live": int(live), "high": int(high)}
 
 
 @contextmanager
