@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -137,21 +138,26 @@ def build(E: int, dim: int, hidden: int, top_k: int, rows: list[str]) -> dict[st
     return {r: makers[r]() for r in rows}
 
 
-def step(model: nn.Module, x: torch.Tensor, g: torch.Tensor) -> tuple[float, float, int | None]:
-    """One forward+backward; returns (wall seconds, process CPU seconds, extra peak RSS bytes or None)."""
+def _minor_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def step(model: nn.Module, x: torch.Tensor, g: torch.Tensor) -> tuple[float, float, int | None, int]:
+    """One forward+backward; returns (wall seconds, process CPU seconds, extra peak RSS bytes or None, minor page
+    faults: first touches of fresh memory)."""
     for p in model.parameters():
         p.grad = None
     x.grad = None
     before = _rss_kb("VmRSS")
     can_peak = _reset_peak()
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0, f0 = time.perf_counter(), time.process_time(), _minor_faults()
     with _dispatch(model):
         model(x).backward(g)
-    dt_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
+    dt_s, cpu_s, faults = time.perf_counter() - t0, time.process_time() - c0, _minor_faults() - f0
     peak = _rss_kb("VmHWM") if can_peak else None
     for p in model.parameters():
         p.grad = None
-    return dt_s, cpu_s, (None if peak is None or before is None else max(0, peak - before) * 1024)
+    return dt_s, cpu_s, (None if peak is None or before is None else max(0, peak - before) * 1024), faults
 
 
 def bench_one(E: int, args, rows: list[str]) -> dict:
@@ -171,17 +177,19 @@ def bench_one(E: int, args, rows: list[str]) -> dict:
         step(m, x, g)  # warm-up
     times: dict[str, list[float]] = {r: [] for r in models}
     cpus: dict[str, list[float]] = {r: [] for r in models}
+    faults: dict[str, list[int]] = {r: [] for r in models}
     mems: dict[str, list[int]] = {r: [] for r in models}
     order = list(models)
     for rep in range(args.reps):
         for name in order[rep % len(order) :] + order[: rep % len(order)]:  # rotate: fair under load drift
-            t, c, _ = step(models[name], x, g)
+            t, c, _, f = step(models[name], x, g)
             times[name].append(t)
             cpus[name].append(c)
+            faults[name].append(f)
     held = segment_kernel.pool_stats()["cached"]
     for name in order:  # memory from one more step per row, the kernel's output cache emptied first: a step's
         segment_kernel.empty_cache()  # own working set, whether or not its blocks were recycled in the timed steps
-        _, _, mem = step(models[name], x, g)
+        _, _, mem, _ = step(models[name], x, g)
         if mem is not None:
             mems[name].append(mem)
     out = {}
@@ -196,6 +204,7 @@ def bench_one(E: int, args, rows: list[str]) -> dict:
             "cpu_ms": round(1e3 * statistics.median(cpus[name]), 1),
             "cpu_ratio_to_floor": round(statistics.median(cpus[name]) / floor_cpu, 3) if floor_cpu else None,
             "peak_extra_mib": round(max(mems[name]) / 2**20, 1) if mems[name] else None,
+            "minor_faults": int(statistics.median(faults[name])),
             "max_abs_diff_vs_ours": diffs.get(name),
         }
     if "ours" in out:
@@ -268,6 +277,27 @@ def render_regime(name: str, regime: dict, es: list[int]) -> list[str]:
     return lines + [""]
 
 
+def render_faults(result: dict) -> list[str]:
+    """Minor page faults per timed step (median): each is a first touch of fresh memory, paid in kernel time."""
+    es = result["config"]["experts"]
+    lines = [
+        "## First touches of fresh memory",
+        "",
+        "Minor page faults per timed step (median; one per 4 KiB page touched for the first time), "
+        "`getrusage` of the process.",
+        "",
+        "| regime | implementation | " + " | ".join(f"E={e}" for e in es) + " |",
+        "|---|---|" + "---:|" * len(es),
+    ]
+    for name, regime in result["regimes"].items():
+        for row in ("floor", "ours", "ours_loop"):
+            cells = [regime["results"][str(e)].get(row, {}).get("minor_faults") for e in es]
+            if all(c is None for c in cells):
+                continue
+            lines.append(f"| {name} | {row} | " + " | ".join("—" if c is None else f"{c:,}" for c in cells) + " |")
+    return lines + [""]
+
+
 def render_roofline(result: dict) -> list[str]:
     lines = [
         "## Against the physical limit",
@@ -323,6 +353,7 @@ def render_markdown(result: dict) -> str:
     for name, regime in result["regimes"].items():
         lines += render_regime(name, regime, es)
     lines += render_roofline(result)
+    lines += render_faults(result)
     lines += ["## Targets", ""] + [f"- {t}" for t in result["targets"]]
     lines += ["", "## Notes", "", NOTES.rstrip(), "", f"Command: `{result['command']}`", ""]
     return "\n".join(lines)
