@@ -1,15 +1,23 @@
-"""WestWorld's own leaderboard tables: rollout error vs number of pretraining robots, and the system gate per robot.
+"""WestWorld's own leaderboard tables and figures: rollout error vs number of pretraining robots, and the system
+gate per robot.
 
-Everything else (metrics, targets, routing summary) is drawn by the generic renderer from the spec.
+Everything else (metrics, targets, routing summary) is drawn by the generic renderer from the spec. The two
+figures are drawn from the records alone (``figures/``); example rollouts are copied from a run into ``plots/``
+by hand (runs/ is git-ignored), as MAMMOTH's dispatch plots are.
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections import defaultdict
+from pathlib import Path
 
 from zoo.leaderboard.render import finite_mean, fmt_value
+from zoo.registry import repository_root
 
 SCALING_METHODS = ("westworld", "dense")
+RESULTS = "leaderboard/results/westworld"
 
 
 def _robots(dataset: str) -> int | None:
@@ -18,9 +26,11 @@ def _robots(dataset: str) -> int | None:
     return 12 if dataset.startswith("zero-shot") else None
 
 
-def westworld_tables(records) -> str:
+def westworld_tables(records, results: Path | None = None) -> str:
     """Markdown: zero-shot test/mae by number of pretraining robots (3 / 6 / 12; 12 is the zero-shot row), and the
-    mean system-gate weight per robot and expert of WestWorld's zero-shot runs (last block)."""
+    mean system-gate weight per robot and expert of WestWorld's zero-shot runs (last block), with their figures
+    drawn into ``results`` (default: this checkout's ``leaderboard/results/westworld``)."""
+    results = repository_root() / RESULTS if results is None else Path(results)
     mae = defaultdict(list)
     gates = defaultdict(list)
     for r in records:
@@ -31,6 +41,7 @@ def westworld_tables(records) -> str:
             for robot, blocks in ((r.extra or {}).get("system_gate") or {}).items():
                 if blocks:
                     gates[robot].append(blocks[sorted(blocks)[-1]])
+    figures = _figures(mae, gates, results)
     lines = ["## Scaling: zero-shot test/mae vs pretraining robots", ""]
     lines += ["| method | 3 robots | 6 robots | 12 robots |", "|---|---|---|---|"]
     for m in SCALING_METHODS:
@@ -45,4 +56,45 @@ def westworld_tables(records) -> str:
             mean = [finite_mean([g[e] for g in gates[robot] if e < len(g)]) for e in range(experts)]
             lines.append(f"| {robot} | " + " | ".join(fmt_value(v, 2) for v in mean) + " |")
         lines.append("")
+    lines += [f"![{name}](results/westworld/{rel})" for name, rel in figures] + ([""] if figures else [])
+    examples = sorted((results / "plots").glob("*.png"))
+    if examples:
+        lines += ["## Example rollouts (zero-shot robots, WestWorld seed 0)", ""]
+        lines += [f"![{p.stem}](results/westworld/plots/{p.name})" for p in examples] + [""]
     return "\n".join(lines)
+
+
+def _figures(mae: dict, gates: dict, results: Path) -> list[tuple[str, str]]:
+    """Draw the scaling curve and the gate heatmap from the records into ``results/figures`` when that folder's
+    parent exists (a checkout with this task's records); returns (name, path relative to ``results``)."""
+    if not results.is_dir() or not mae:
+        return []
+    from zoo.utils.figures import pyplot, save_figure
+    from zoo_tasks.worldmodel.plots import gate_heatmap
+
+    out = []
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(4.6, 3.2))
+    for method in SCALING_METHODS:
+        points = sorted((n, v) for (m, n), v in mae.items() if m == method and v)
+        if not points:
+            continue
+        xs = [n for n, _ in points]
+        means = [statistics.fmean(v) for _, v in points]
+        ses = [statistics.stdev(v) / math.sqrt(len(v)) if len(v) > 1 else 0.0 for _, v in points]
+        ax.errorbar(xs, means, yerr=ses, marker="o", capsize=3, label=method)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([3, 6, 12], ["3", "6", "12"])
+    ax.set_xlabel("pretraining robots")
+    ax.set_ylabel("zero-shot test MAE (Walker2d, Hopper)")
+    ax.legend()
+    save_figure(fig, results / "figures" / "scaling.png")
+    out.append(("scaling", "figures/scaling.png"))
+    if gates:
+        per_robot = {}
+        for robot, runs in gates.items():
+            width = max(len(g) for g in runs)
+            per_robot[robot] = {"last block": [finite_mean([g[e] for g in runs if e < len(g)]) for e in range(width)]}
+        gate_heatmap(per_robot, results / "figures" / "system_gate.png")
+        out.append(("system gate", "figures/system_gate.png"))
+    return out

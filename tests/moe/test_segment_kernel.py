@@ -154,7 +154,7 @@ def test_output_cache_never_exceeds_twice_its_high_water_mark(monkeypatch):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_reused_blocks_are_fully_overwritten(threads, monkeypatch):
-    """Cached blocks hold stale data: every output element (rows, input and weight gradients, zero-row experts)
+    """Cached blocks hold stale data: every weight-gradient element (zero-row experts and cut segments included)
     must be written, so a step on NaN-filled recycled memory equals one on fresh memory."""
     monkeypatch.setenv("ZOO_MOE_KERNEL", "auto")
     ext = segment_kernel.kernel()

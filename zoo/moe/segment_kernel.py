@@ -14,10 +14,10 @@ With one torch thread there is one range: the kernel issues exactly the GEMMs of
 same order), so single-threaded results are bit-identical to it. It uses ``at::get_num_threads()`` and never
 changes a thread setting.
 
-Its large outputs (segment outputs, input and weight gradients: 1 GiB per step at E=256) come from a cache of
-mappings that freed outputs return to, because first-touching fresh memory inside the GEMMs cost as much as the
-GEMMs themselves at E=256 here (``leaderboard/notes/moe_layer.md``). The cache keeps at most twice the most it had
-handed out at once; ``empty_cache()`` frees it, ``ZOO_MOE_POOL=off`` turns it off.
+The (E, a, b) weight gradients (1 GiB per step at E=256) come from a cache of mappings that freed gradients return
+to, because first-touching fresh memory inside the GEMMs cost as much as the GEMMs themselves at E=256 here
+(``leaderboard/notes/moe_layer.md``). The cache keeps at most twice the most it had handed out at once;
+``empty_cache()`` frees it, ``ZOO_MOE_POOL=off`` turns it off.
 
 Built once per machine with ``torch.utils.cpp_extension`` (about a minute), into torch's extension cache
 (``$TORCH_EXTENSIONS_DIR``, default ``~/.cache/torch_extensions``) under a name that includes the source's hash;
@@ -133,13 +133,12 @@ void segment_wgrad_out(torch::Tensor gw, const torch::Tensor& x, const torch::Te
     if (!written[e]) gw.select(0, e).zero_();
 }
 
-// A small cache of the kernel path's large outputs (the (E, a, b) weight gradient is 1 GiB at E=256). Each one
+// A small cache of the kernel path's weight gradients (the (E, a, b) gradient is 1 GiB at E=256). Each one
 // lives in its own anonymous mapping; when the tensor dies the mapping is kept for the next request of about the
 // same size instead of being unmapped. Why: fresh memory is first touched page by page inside the GEMMs, and on
 // this machine that costs ~0.5-1 ms of kernel time per MiB, as much as the expert GEMMs themselves at E=256. The
-// cache holds at most twice the high-water mark of bytes handed out at once (the activations' blocks are free
-// again before the weight gradients are taken, so one step needs more than its peak); `empty_cache()` returns
-// it all.
+// cache holds at most twice the high-water mark of bytes handed out at once (a margin for shapes that change
+// between steps); `empty_cache()` returns it all.
 namespace pool {
 constexpr size_t kMin = size_t(1) << 20, kGrain = size_t(2) << 20;
 struct State {
@@ -236,12 +235,12 @@ def enabled() -> bool:
 
 
 def pooling() -> bool:
-    """Whether the kernel path takes its large outputs from its cache; ``ZOO_MOE_POOL=off`` turns it off."""
+    """Whether the kernel path takes its weight gradients from its cache; ``ZOO_MOE_POOL=off`` turns it off."""
     return os.environ.get("ZOO_MOE_POOL", "on").lower() not in ("off", "0", "false")
 
 
 def empty_cache() -> int:
-    """Unmap the kernel's cached output blocks (as ``torch.cuda.empty_cache``); returns the bytes released."""
+    """Unmap the kernel's cached gradient blocks (as ``torch.cuda.empty_cache``); returns the bytes released."""
     module = _state.get("module")
     return int(module.empty_cache()) if module is not None else 0
 

@@ -51,16 +51,20 @@ def _loop_wgrad(gw: Tensor, x: Tensor, grad: Tensor, counts: list[int]):
         gw[empty] = 0
 
 
-def _empty(ext, shape: list[int], like: Tensor) -> Tensor:
-    """An uninitialised output; on the kernel path, from its cache of large blocks (``segment_kernel.pool_stats``)."""
-    return ext.pooled_empty(shape, like) if ext is not None and segment_kernel.pooling() else like.new_empty(shape)
+def _empty_weight_grad(ext, weight: Tensor) -> Tensor:
+    """An uninitialised (E, a, b) weight gradient; on the kernel path, from its cache of large blocks
+    (``segment_kernel.pool_stats``). Only weight gradients are cached: activations and input gradients die inside
+    the step, and caching them would hold their blocks while the weight gradients are mapped (a higher peak)."""
+    if ext is not None and segment_kernel.pooling():
+        return ext.pooled_empty(list(weight.shape), weight)
+    return torch.empty_like(weight)
 
 
 class _SegmentMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None, counts: list[int]) -> Tensor:
         ext = segment_kernel.kernel() if x.device.type == "cpu" else None
-        out = _empty(ext, [x.shape[0], weight.shape[2]], x)
+        out = x.new_empty(x.shape[0], weight.shape[2])
         offsets = [0, *accumulate(counts)]
         if ext is not None:
             ext.segment_mm_out(out, x, weight, bias, offsets, False)
@@ -77,8 +81,8 @@ class _SegmentMM(torch.autograd.Function):
         grad = grad.contiguous()
         counts = ctx.counts
         ext, offsets = ctx.ext, ctx.offsets
-        gx = _empty(ext, list(x.shape), x) if ctx.needs_input_grad[0] else None
-        gw = _empty(ext, list(weight.shape), weight) if ctx.needs_input_grad[1] else None
+        gx = torch.empty_like(x) if ctx.needs_input_grad[0] else None
+        gw = _empty_weight_grad(ext, weight) if ctx.needs_input_grad[1] else None
         gb = None
         if ctx.has_bias and ctx.needs_input_grad[2]:  # one op for all experts (faster than segment_reduce)
             rows = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts)).to(grad.device)

@@ -1,3 +1,4 @@
+from pathlib import Path
 from types import SimpleNamespace
 
 import torch
@@ -28,7 +29,28 @@ def test_tables_pool_scaling_and_gates():
         rec("dense", "scaling: 6 robots", 0.8),
         rec("trajworld", "zero-shot (Walker2d, Hopper)", 0.1),
     ]
-    md = westworld_tables(records)
+    md = westworld_tables(records, results=Path("/nonexistent-results-folder"))
     assert "| westworld | 0.900 | — | 0.600 |" in md
     assert "| dense | — | 0.800 | — |" in md
     assert "| gym_hopper | 0.50 | 0.50 |" in md  # the last block, averaged over the two seeds
+
+
+def test_page_figures_are_drawn_from_the_records(tmp_path):
+    def rec(method, dataset, mae, gate=None):
+        extra = {"system_gate": {"gym_hopper": {"block1": gate}}} if gate else {}
+        return SimpleNamespace(method=method, dataset=dataset, metrics={"test/mae": mae}, extra=extra)
+
+    records = [
+        rec("westworld", "scaling: 3 robots", 0.9),
+        rec("dense", "scaling: 3 robots", 0.8),
+        rec("westworld", "zero-shot (Walker2d, Hopper)", 0.5, [0.25, 0.75]),
+        rec("westworld", "zero-shot (Walker2d, Hopper)", 0.7, [0.75, 0.25]),
+    ]
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "gym_hopper.png").write_bytes(b"png")
+    md = westworld_tables(records, results=tmp_path)
+    assert (tmp_path / "figures" / "scaling.png").stat().st_size > 1000
+    assert (tmp_path / "figures" / "system_gate.png").stat().st_size > 1000
+    assert "![scaling](results/westworld/figures/scaling.png)" in md
+    assert "![gym_hopper](results/westworld/plots/gym_hopper.png)" in md
+    assert not (tmp_path.parent / "figures").exists()
