@@ -157,15 +157,26 @@ def closure(roots: Iterable[str], package_roots: Mapping[str, Path] | None = Non
     return seen
 
 
+def run_roots(config: Mapping) -> frozenset[str]:
+    """The modules a run's closure starts from: the fit driver and every ``class_path`` of its config. Two
+    configs with the same roots execute the same files (``source_hash`` depends on nothing else)."""
+    return frozenset({DRIVER, *_config_class_paths(config)})
+
+
 def run_sources(config: Mapping, package_roots: Mapping[str, Path] | None = None) -> dict[str, Path]:
     """The first-party source files a run of this resolved config executes (see the module docstring)."""
-    return closure({DRIVER, *_config_class_paths(config)}, package_roots)
+    return closure(run_roots(config), package_roots)
+
+
+def closure_hash(roots: Iterable[str], package_roots: Mapping[str, Path] | None = None) -> str:
+    """sha256 over the sorted (module name, bytes) of the closure of ``roots``."""
+    digest = hashlib.sha256()
+    for name, path in sorted(closure(roots, package_roots).items()):
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def source_hash(config: Mapping, package_roots: Mapping[str, Path] | None = None) -> str:
     """sha256 over the sorted (module name, bytes) of ``run_sources(config)``: equal for two runs whose code is
     byte-identical, whatever the commit or the files of other tasks."""
-    digest = hashlib.sha256()
-    for name, path in sorted(run_sources(config, package_roots).items()):
-        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    return closure_hash(run_roots(config), package_roots)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from zoo.code_closure import source_hash
 from zoo.leaderboard.record import RunRecord
 from zoo.leaderboard.render import render_task
 from zoo.leaderboard.targets import AtLeast
@@ -38,7 +39,7 @@ def test_page_marks_mixed_code_judges_targets_and_includes_notes(tmp_path):
         _rec("dense", 0.70, 0, "v1", reduced=True),
     ]
     page = render_task(_spec(), records, leaderboard_dir=tmp_path)
-    assert "| A | 0.850 ± 0.071 (n=2) ◇ | 0.700 (n=1) † | 0.900 |" in page
+    assert "| A | 0.850 ± 0.071 (n=2) ◇ ° | 0.700 (n=1) † ° | 0.900 |" in page
     assert "| moe test/acc ≥ 0.85 | A | 0.850 (n=2) | ✓ |" in page
     assert "| A | moe | moe | test | 2 | 0.50 | 0.90 | 1.50 | 1.00 |" in page
     assert "Run history: the first runs used a smaller model." in page
@@ -49,3 +50,19 @@ def test_one_code_version_and_no_routing_add_no_marks_or_sections(tmp_path):
     records = [_rec("moe", 0.80, 0, "v1"), _rec("moe", 0.90, 1, "v1")]
     page = render_task(_spec(), records, leaderboard_dir=tmp_path)
     assert "◇" not in page and "## Routing" not in page
+
+
+def test_cells_written_by_other_code_are_marked_and_counted(tmp_path):
+    current = source_hash({})  # the fingerprint a run of this (empty) config would get from the code installed now
+    records = [_rec("moe", 0.80, 0, current), _rec("moe", 0.90, 1, current), _rec("dense", 0.70, 0, "older")]
+    page = render_task(_spec(), records, leaderboard_dir=tmp_path)
+    assert "| A | 0.850 ± 0.071 (n=2) | 0.700 (n=1) ° | 0.900 |" in page
+    assert "1 of 3 records carry a source fingerprint that differs from the current code's" in page
+    assert "0 carry none" in page
+
+    unfingerprinted = [_rec("moe", 0.80, 0, current), _rec("dense", 0.70, 0, "")]
+    page = render_task(_spec(), unfingerprinted, leaderboard_dir=tmp_path)
+    assert "| A | 0.800 (n=1) | 0.700 (n=1) ◇ ° |" in page and "1 carry none" in page
+
+    page = render_task(_spec(), records[:2], leaderboard_dir=tmp_path)
+    assert "°" not in page

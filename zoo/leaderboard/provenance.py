@@ -13,6 +13,7 @@ import importlib.util
 import subprocess
 from pathlib import Path
 
+from zoo.code_closure import closure, closure_hash, run_roots
 from zoo.leaderboard.record import RunRecord
 
 UNKNOWN = "unknown"
@@ -75,3 +76,47 @@ def source_code_version(record: RunRecord, repo: Path) -> str:
     if task_tree is None:
         return f"{UNKNOWN}:{commit}"
     return f"tree:{task_tree}+{core_tree}"
+
+
+@functools.lru_cache(maxsize=256)
+def _current_hash(roots: frozenset[str]) -> str:
+    return closure_hash(roots)
+
+
+@functools.lru_cache(maxsize=256)
+def _current_files(roots: frozenset[str]) -> tuple[Path, ...]:
+    return tuple(closure(roots).values())
+
+
+def written_by_current_code(record: RunRecord) -> bool | None:
+    """Whether the record's source fingerprint equals that of the code installed now for its config (the
+    checkout a page is rendered from): a record for which this is False was written by code that has changed
+    since, so re-running its row may not repeat it. None for a record without a fingerprint (written before
+    records carried one): whether its code is the current one cannot be told from the record."""
+    if not record.source_hash:
+        return None
+    return record.source_hash == _current_hash(run_roots(record.config or {}))
+
+
+@functools.lru_cache(maxsize=1024)
+def _changed_since(repo: str, commit: str, files: tuple[str, ...]) -> tuple[str, ...]:
+    out = subprocess.run(
+        ["git", "-C", repo, "diff", "--name-only", commit, "--", *files], capture_output=True, text=True, check=False
+    )
+    return tuple(sorted(out.stdout.split())) if out.returncode == 0 else ()
+
+
+def changed_sources(record: RunRecord, repo: Path) -> tuple[str, ...]:
+    """The files of the record's current run closure that differ between its commit and the checkout (repo
+    paths): what to read before deciding whether its row must be re-run. Empty when the commit is unknown here."""
+    commit = (record.commit or "").removesuffix("+dirty")
+    if not commit:
+        return ()
+    root = Path(repo).resolve()
+    files = []
+    for path in _current_files(run_roots(record.config or {})):
+        try:
+            files.append(path.resolve().relative_to(root).as_posix())
+        except ValueError:  # installed outside this checkout
+            continue
+    return _changed_since(str(root), commit, tuple(sorted(files)))

@@ -7,7 +7,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from zoo.leaderboard.provenance import UNKNOWN, code_version
+from zoo.leaderboard.provenance import UNKNOWN, changed_sources, code_version, written_by_current_code
 from zoo.leaderboard.record import RunRecord
 from zoo.leaderboard.results_table import ResultTable
 from zoo.leaderboard.targets import targets_section
@@ -78,6 +78,8 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
     metrics = list(spec.metrics) or sorted({m for r in records for m in r.metrics})
     versions_of = {cell: table.code_versions(*cell) for cell in table.cells}
     mixed = {cell for cell, v in versions_of.items() if len(set(v)) > 1 or any(x.startswith(UNKNOWN) for x in v)}
+    current = {id(r): written_by_current_code(r) for r in records}
+    not_current = {cell for cell, recs in table.cells.items() if any(current[id(r)] is not True for r in recs)}
 
     lines = [
         f"# {spec.name}",
@@ -101,6 +103,7 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
                 text = mean_std([r.metrics.get(metric, math.nan) for r in recs]) if recs else "not run"
                 text += " †" if table.reduced(method, ds) else ""
                 text += " ◇" if (method, ds) in mixed else ""
+                text += " °" if (method, ds) in not_current else ""
                 row.append(text)
             for method in published:
                 value = table.published(method, ds, metric)
@@ -118,6 +121,9 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
             + f"{sum(v.startswith(UNKNOWN) for vs in versions_of.values() for v in vs)} of {len(records)}.",
             "",
         ]
+
+    if not_current:
+        lines += [*current_code_note(records, current, repo), ""]
 
     lines += [
         "## Wall time per run (s)",
@@ -170,6 +176,25 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
         "",
     ]
     return "\n".join(lines)
+
+
+def current_code_note(records: list[RunRecord], current: dict[int, bool | None], repo: Path) -> list[str]:
+    """The footnote for ``°``: how many records were written by code other than the checkout's, which files
+    changed since their commits, and how many records carry no fingerprint to tell."""
+    changed = [r for r in records if current[id(r)] is False]
+    unfingerprinted = sum(current[id(r)] is None for r in records)
+    files = sorted({f for r in changed for f in changed_sources(r, repo)})
+    commits = sorted({r.commit[:7] for r in changed if r.commit})
+    text = (
+        "° some runs of this cell were not written by the code this page was rendered from, so the records alone "
+        "do not show that re-running the row at this commit repeats them (the notes say which were re-run and "
+        f"compared). {len(changed)} of {len(records)} records carry a source fingerprint that differs from the "
+        "current code's"
+    )
+    if changed:
+        text += f" (since {', '.join(commits)}: " + (", ".join(f"`{f}`" for f in files) or "files not known here") + ")"
+    text += f"; {unfingerprinted} carry none (written before records were fingerprinted)."
+    return [text]
 
 
 def tuning_section(spec: TaskSpec, records: list[RunRecord]) -> list[str]:
