@@ -116,6 +116,7 @@ class DynamicLinkPredictor(pl.LightningModule):
         self.loss_fn = nn.BCEWithLogitsLoss()
         self._eval = _Evaluation()
         self._unimodal: dict[str, list[float]] = defaultdict(list)
+        self._profile: dict[str, list[Tensor]] = defaultdict(list)  # per test batch: summed sorted probs, count
         self._topology: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
 
     # -- forward ---------------------------------------------------------------------------------------------
@@ -178,8 +179,12 @@ class DynamicLinkPredictor(pl.LightningModule):
                 if r is None:
                     continue
                 curv = block.curvatures(part)
-                bad = ranking_violation_per_token(r.router_probs(), curv)
+                probs = r.router_probs()
+                bad = ranking_violation_per_token(probs, curv)
                 self._unimodal[f"block{i}.{part}"].append(float((bad <= 1e-6).float().mean()))
+                ordered = probs[r.token_mask()][:, torch.argsort(curv.detach())].detach().double()
+                count = ordered.new_tensor([len(ordered)])
+                self._profile[f"block{i}.{part}"].append(torch.cat([ordered.sum(0), count]))
                 if clustering is not None:
                     self._record_topology(f"block{i}.{part}", batch, r, curv, clustering)
         return {"routing": routings}
@@ -207,8 +212,8 @@ class DynamicLinkPredictor(pl.LightningModule):
             self.log(f"test/{key}", value, sync_dist=True)
 
     def extra_results(self) -> dict:
-        """Learned curvature of every expert (per block and module, in expert order) and the fraction of test
-        tokens whose routing is unimodal in curvature order."""
+        """Learned curvature of every expert (per block and module, in expert order), the fraction of test
+        tokens whose routing is unimodal in curvature order, and their mean routing weight per curvature rank."""
         curvatures = {}
         for i, block in enumerate(getattr(self.encoder, "blocks", [])):
             if isinstance(block, CurvatureMoEBlock):
@@ -218,12 +223,21 @@ class DynamicLinkPredictor(pl.LightningModule):
         out.update(data_summary(self))
         if self._unimodal:
             out["unimodal_fraction"] = {k: round(float(np.mean(v)), 4) for k, v in self._unimodal.items()}
+        if self._profile:
+            out["routing_by_curvature_rank"] = {k: _mean_profile(v) for k, v in self._profile.items()}
         if self._topology:
             out["routing_vs_clustering"] = {k: summarise(*v) for k, v in self._topology.items()}
         return out
 
     def configure_optimizers(self):
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+
+
+def _mean_profile(batches: list[Tensor]) -> list[float]:
+    """Mean routing weight per expert rank (experts sorted by learned curvature, most negative first) over the
+    test tokens of every batch; each entry of ``batches`` holds (E summed weights, token count)."""
+    total = torch.stack(batches).sum(0)
+    return [round(float(x), 5) for x in total[:-1] / total[-1].clamp_min(1)]
 
 
 class EdgeBankPredictor(pl.LightningModule):

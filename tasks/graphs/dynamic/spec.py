@@ -107,5 +107,6 @@ DYGMOCE = TaskSpec(
     datasets=("CollegeMsg",),
     catalog="zoo_tasks.graphs.dynamic.datasets:DATASETS",
     benchmarks={"dygmoce": "zoo_tasks.graphs.dynamic.bench:main"},
+    extra_tables="zoo_tasks.graphs.dynamic.tables:dygmoce_tables",
     targets=TARGETS,
 )

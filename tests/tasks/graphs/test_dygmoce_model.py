@@ -133,5 +133,7 @@ def test_fit_and_test_log_dyglib_metrics_and_diagnostics(tmp_path):
     extra = model.extra_results()
     assert set(extra["curvatures"]) == {"block0.attention", "block0.ffn"}
     assert 0.0 <= extra["unimodal_fraction"]["block0.attention"] <= 1.0
+    profile = extra["routing_by_curvature_rank"]["block0.ffn"]  # mean weight per curvature rank: a distribution
+    assert len(profile) == len(extra["curvatures"]["block0.ffn"]) and sum(profile) == pytest.approx(1.0, abs=1e-4)
     assert extra["routing_vs_clustering"]["block0.ffn"]["n"] == len(dm.split.test)
     assert extra["data"]["split"]["test"] == len(dm.split.test)
