@@ -62,3 +62,29 @@ def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
     assert "| dataset | moe | dense | moe (published) | Reference (published) |" in page
     assert "| digits | not run |" in page and "(n=1) † " in page and "| 0.900 | 0.950 |" in page
     assert "[toy](toy.md)" in (board / "README.md").read_text()
+
+
+def test_rerun_stale_replaces_records_of_other_code_and_never_resumes_their_final_checkpoint(zoo_env, tmp_path):
+    board, runs = tmp_path / "board", tmp_path / "runs"
+    args = ["reproduce", "toy", "--leaderboard", str(board), "--runs", str(runs), "--only", "dense", "--allow-dirty"]
+    assert run_zoo(args, zoo_env, tmp_path).returncode == 0
+    path = board / "results" / "toy" / "dense__digits__seed0.json"
+    rec = json.loads(path.read_text())
+    rec["source_hash"] = "written-by-older-code"
+    path.write_text(json.dumps(rec))
+
+    plain = run_zoo([*args, "--dry-run"], zoo_env, tmp_path)
+    assert "0 runs to do" in plain.stdout  # without the flag a recorded row stays recorded
+    listed = run_zoo([*args, "--dry-run", "--rerun-stale"], zoo_env, tmp_path)
+    assert "1 runs to do (3 in the benchmark, 1 recorded, 1 of them stale)" in listed.stdout
+
+    rerun = run_zoo([*args, "--rerun-stale"], zoo_env, tmp_path)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "(re-run of a stale record)" in rerun.stdout
+    old_run = runs / "reproduce" / "toy" / "dense__digits__seed0.replaced-0"
+    assert (old_run / "checkpoints" / "last.ckpt").exists()  # the old run's final checkpoint was not resumed
+    assert "max |Δ| vs the old record = 0 (" in rerun.stdout  # same code, same threads: same numbers
+    new = json.loads(path.read_text())
+    assert new["source_hash"] != "written-by-older-code" and new["extra"]["resumed_from_checkpoint"] is False
+    again = run_zoo([*args, "--dry-run", "--rerun-stale"], zoo_env, tmp_path)
+    assert "0 runs to do (3 in the benchmark, 1 recorded, 0 of them stale)" in again.stdout

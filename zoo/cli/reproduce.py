@@ -1,6 +1,7 @@
 """``zoo reproduce TASK``: run every benchmark row of a task, one record per (seed, fold), resumable.
 
-A row already recorded is skipped. A row whose run was killed resumes from its ``last.ckpt``. Several
+A row already recorded is skipped (with ``--rerun-stale``, only when its record was written by the current code:
+the others are run again and replaced). A row whose run was killed resumes from its ``last.ckpt``. Several
 processes may work on one grid at once: each run is claimed with a lock (``zoo.cli.run_lock``) and skipped by
 the others while it is held. ``--quick`` adds each row's ``quick_overrides`` (a smoke run) and writes under
 ``runs/quick/`` so that the real leaderboard never holds smoke numbers.
@@ -9,6 +10,7 @@ the others while it is held. ``--quick`` adds each row's ``quick_overrides`` (a 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from zoo.cli.fit_test import fit_and_test, last_checkpoint
 from zoo.cli.run_lock import RunLock
 from zoo.code_closure import source_hash
 from zoo.errors import ConfigError
+from zoo.leaderboard.provenance import written_by_current_code
 from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, results_dir, write_record
 from zoo.leaderboard.render import render_index, render_task
 from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
@@ -42,6 +45,12 @@ def _parser() -> argparse.ArgumentParser:
         "--interleave",
         action="store_true",
         help="run (seed, fold) by (seed, fold) across all rows, so every row grows evenly if the run is cut short",
+    )
+    p.add_argument(
+        "--rerun-stale",
+        action="store_true",
+        help="also run rows whose record was not written by the current code (page mark °) and replace it; "
+        "prints each re-run's largest metric change",
     )
     p.add_argument("--dry-run", action="store_true", help="list the runs that would execute and exit")
     p.add_argument(
@@ -119,6 +128,38 @@ def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path
     return line
 
 
+def _current_record(path: Path, rerun_stale: bool) -> RunRecord | None:
+    """The record at ``path`` when it counts as done: it exists and, with ``rerun_stale``, the current code wrote
+    it (``zoo.leaderboard.provenance.written_by_current_code``)."""
+    if not path.exists():
+        return None
+    record = RunRecord(**json.loads(path.read_text()))
+    return record if not rerun_stale or written_by_current_code(record) is True else None
+
+
+def set_aside_old_run(run_dir: Path, record_file: Path) -> Path | None:
+    """Before re-running a stale record's row: a ``last.ckpt`` older than the record is the old run's final
+    checkpoint (resuming it would test the old weights), so its folder moves to ``<key>.replaced-<n>``; a newer
+    one is a killed re-run's, which resumes. Returns the new folder, or None when nothing moved."""
+    ckpt = last_checkpoint(run_dir)
+    if not ckpt.exists() or not record_file.exists() or ckpt.stat().st_mtime > record_file.stat().st_mtime:
+        return None
+    n = 0
+    while (target := run_dir.with_name(f"{run_dir.name}.replaced-{n}")).exists():
+        n += 1
+    run_dir.rename(target)
+    return target
+
+
+def metric_change(old: RunRecord, new: RunRecord) -> str:
+    """``max |Δ| = x (metric)`` over the metrics both records hold, for the log of a re-run."""
+    common = [m for m in new.metrics if m in old.metrics]
+    if not common:
+        return "no metric in common with the old record"
+    worst = max(common, key=lambda m: abs(new.metrics[m] - old.metrics[m]))
+    return f"max |Δ| vs the old record = {abs(new.metrics[worst] - old.metrics[worst]):.3g} ({worst})"
+
+
 def refuse_dirty_tree() -> None:
     """Records must name the code that made them: refuse while source files differ from HEAD."""
     dirty = dirty_sources()
@@ -170,7 +211,8 @@ def reproduce_main(argv: list[str]) -> int:
         runs_root / "quick" / "leaderboard" if ns.quick else repository_root() / "leaderboard"
     )
     leaderboard.mkdir(parents=True, exist_ok=True)
-    done = {rec.key() for rec in read_records(spec.name, leaderboard)}
+    records = read_records(spec.name, leaderboard)
+    done = {rec.key() for rec in records if not ns.rerun_stale or written_by_current_code(rec) is True}
     todo = []
     for row in spec.benchmark:
         if ns.only and not any(s in f"{row.method}/{row.dataset}" for s in ns.only):
@@ -183,7 +225,9 @@ def reproduce_main(argv: list[str]) -> int:
     if ns.interleave:
         todo.sort(key=lambda item: (item[1], -1 if item[2] is None else item[2]))  # stable: row order kept
     total = sum(len(r.runs()) for r in spec.benchmark)
-    print(f"zoo reproduce {spec.name}: {len(todo)} runs to do ({total} in the benchmark, {len(done)} recorded)")
+    stale = f", {len(records) - len(done)} of them stale" if ns.rerun_stale else ""
+    counts = f"{total} in the benchmark, {len(records)} recorded{stale}"
+    print(f"zoo reproduce {spec.name}: {len(todo)} runs to do ({counts})")
     runs_dir = runs_root / ("quick" if ns.quick else "reproduce") / spec.name
     if ns.dry_run:
         print("\n".join(_dry_run_line(row, seed, fold, runs_dir) for row, seed, fold in todo))
@@ -198,11 +242,17 @@ def reproduce_main(argv: list[str]) -> int:
             continue
         try:
             # another process sharing the grid may have finished this run since the list was made
-            if record_path(spec.name, key, leaderboard).exists():
+            path = record_path(spec.name, key, leaderboard)
+            if _current_record(path, ns.rerun_stale) is not None:
                 print(f"[{i}/{len(todo)}] {key}: skipped, recorded meanwhile", flush=True)
                 continue
-            print(f"[{i}/{len(todo)}] {key}", flush=True)
+            old = RunRecord(**json.loads(path.read_text())) if path.exists() else None
+            print(f"[{i}/{len(todo)}] {key}" + (" (re-run of a stale record)" if old else ""), flush=True)
+            if old is not None and (moved := set_aside_old_run(run_dir, path)) is not None:
+                print(f"  the old run's folder moved to {moved}", flush=True)
             record = run_one(spec, row, seed, fold, ns.quick, run_dir)
+            if old is not None:
+                print(f"  {metric_change(old, record)}", flush=True)
             if any(math.isnan(v) for v in record.metrics.values()) or not record.metrics:
                 print(f"  no finite test metrics for {key}: {record.metrics}", flush=True)
                 failures += 1
