@@ -84,6 +84,7 @@ def test_improves_on_fraction_pairs_runs_by_seed_and_fold():
     target = ImprovesOnFraction((("a+m", "a"), ("b+m", "b")), "test/acc", 0.5)
     (v,) = target.verdicts(_table(recs))
     assert v.ours.startswith("1 of 2 cells") and v.met is True
+    assert "a+m vs a on D: mean Δ +0.1000, better in 1 of 1 runs" in v.ours  # what each cell's verdict rests on
     assert ImprovesOnFraction((("a+m", "a"), ("b+m", "b")), "test/acc", 0.6).verdicts(_table(recs))[0].met is False
 
 

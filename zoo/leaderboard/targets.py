@@ -242,6 +242,7 @@ class ImprovesOnFraction:
 
     def verdicts(self, table: ResultTable) -> list[Verdict]:
         won = total = 0
+        details = []
         for ds in table.datasets:
             for method, baseline in self.pairs:
                 ours, base = table.values(method, ds, self.metric), table.values(baseline, ds, self.metric)
@@ -249,12 +250,18 @@ class ImprovesOnFraction:
                 if not keys:
                     continue
                 total += 1
-                delta = statistics.fmean(ours[k] - base[k] for k in keys)
+                deltas = [ours[k] - base[k] for k in keys]
+                delta = statistics.fmean(deltas)
                 won += table.better(self.metric, delta, 0.0)
+                runs_won = sum(table.better(self.metric, d, 0.0) for d in deltas)
+                runs = f"better in {runs_won} of {len(keys)} runs"
+                details.append(f"{method} vs {baseline} on {ds}: mean Δ {delta:+.4f}, {runs}")
         target = self.label or f"improves {self.metric} on ≥ {self.fraction:.0%} of cells"
         if not total:
             return [Verdict(target, self.metric, "no paired cells yet", None)]
         ours = f"{won} of {total} cells ({won / total:.0%})"
+        if len(details) <= 3:  # few cells: show what each verdict rests on
+            ours += "; " + "; ".join(details)
         return [Verdict(target, self.metric, ours, won / total >= self.fraction)]
 
 
