@@ -65,3 +65,23 @@ def test_the_thread_count_is_part_of_the_version(tmp_path):
     one, two = _rec("c", source_hash="abc"), _rec("c", source_hash="abc")
     one.machine, two.machine = {"torch_threads": 1}, {"torch_threads": 2}
     assert code_version(one, tmp_path) == "abc|threads=1" != code_version(two, tmp_path)
+
+
+def test_changed_sources_lists_the_run_closure_files_changed_since_the_records_commit():
+    from pathlib import Path
+
+    import pytest
+
+    import zoo
+    from zoo.leaderboard.provenance import changed_sources
+
+    repo = Path(zoo.__file__).resolve().parents[1]
+    try:
+        root_commit = _git(repo, "rev-list", "--max-parents=0", "HEAD").splitlines()[-1]
+    except (subprocess.CalledProcessError, IndexError):
+        pytest.skip("not a git checkout with history")
+    if _git(repo, "rev-parse", "--is-shallow-repository") == "true":
+        pytest.skip("shallow clone: the first commit is not here")
+    changed = changed_sources(_rec(root_commit, "zoo_tasks.graphs.module.NodeClassifier", "x"), repo)
+    assert "zoo/cli/fit_test.py" in changed  # the fit driver is in every closure and did not exist at the start
+    assert not any(f.startswith("tasks/timeseries/") for f in changed)  # another task's files are not its code
