@@ -30,8 +30,10 @@ TIMEDP = (
     "MMD -25.9 % and KL -53 % relative to the best baseline (relative claims; its absolute numbers are on other "
     "copies of the domains, not comparable cell by cell)"
 )
-# Every method's base config (configs/timemode/<method>.yaml) is written for windows of 24 steps; 96 sets these.
-LENGTH = {24: (), 96: ("--data.init_args.seq_len", "96", "--model.init_args.patch_len", "8")}
+# Every method's base config (configs/timemode/<method>.yaml) is written for windows of 24 steps; 96 sets the
+# data's window length, and for the DiT its patch length (the bootstrap has no patches).
+LENGTH = {24: (), 96: ("--data.init_args.seq_len", "96")}
+PATCH = {24: (), 96: ("--model.init_args.patch_len", "8")}
 QUICK = (
     *("--trainer.max_steps", "2", "--trainer.val_check_interval", "2", "--trainer.limit_val_batches", "1"),
     *("--model.init_args.indomain_prompts", "4", "--model.init_args.indomain_samples", "16"),
@@ -60,7 +62,7 @@ def _row(method: str, length: int, seeds: tuple[int, ...]) -> BenchmarkRow:
         method=method,
         dataset=f"corpus/{length}",
         config=config,
-        overrides=LENGTH[length],
+        overrides=LENGTH[length] + (PATCH[length] if diffusion else ()),
         seeds=seeds,
         published_source=TIMEDP if method == "dense" else "",
         quick_overrides=(QUICK + DIFFUSION_QUICK) if diffusion else BOOTSTRAP_QUICK,
