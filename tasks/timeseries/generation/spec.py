@@ -52,12 +52,16 @@ METHODS = {  # method -> (config, seeds at length 24, seeds at length 96)
     "no_prompt": ("no_prompt.yaml", (0, 1, 2), ()),
     "no_timestep": ("no_timestep.yaml", (0, 1, 2), ()),
     "bootstrap": ("bootstrap.yaml", (0,), (0,)),
+    "timevae": ("timevae.yaml", (0, 1, 2), (0, 1, 2)),
 }
+DIFFUSION = ("timemode", "dense", "no_prompt", "no_timestep")
+BOOTSTRAP_NOTE = "floor: prompts + 5 % noise, deterministic (one run)"
+TIMEVAE_NOTE = "TimeVAE base (Desai et al. 2021), 3k steps at batch 256 like the DiT rows, prompted via its posterior"
 
 
 def _row(method: str, length: int, seeds: tuple[int, ...]) -> BenchmarkRow:
     config = METHODS[method][0]
-    diffusion = method != "bootstrap"
+    diffusion, trained = method in DIFFUSION, method != "bootstrap"
     return BenchmarkRow(
         method=method,
         dataset=f"corpus/{length}",
@@ -65,9 +69,9 @@ def _row(method: str, length: int, seeds: tuple[int, ...]) -> BenchmarkRow:
         overrides=LENGTH[length] + (PATCH[length] if diffusion else ()),
         seeds=seeds,
         published_source=TIMEDP if method == "dense" else "",
-        quick_overrides=(QUICK + DIFFUSION_QUICK) if diffusion else BOOTSTRAP_QUICK,
+        quick_overrides=QUICK + (DIFFUSION_QUICK if diffusion else ()) if trained else BOOTSTRAP_QUICK,
         reduced=diffusion,
-        note=REDUCED if diffusion else "floor: prompts + 5 % noise, deterministic (one run)",
+        note=REDUCED if diffusion else TIMEVAE_NOTE if trained else BOOTSTRAP_NOTE,
     )
 
 
@@ -102,6 +106,7 @@ TIMEMODE = TaskSpec(
         "no_prompt": "zoo_tasks.timeseries.generation.module:TimeMoDE",
         "no_timestep": "zoo_tasks.timeseries.generation.module:TimeMoDE",
         "bootstrap": "zoo_tasks.timeseries.generation.bootstrap:PromptBootstrap",
+        "timevae": "zoo_tasks.timeseries.generation.timevae:TimeVAE",
     },
     datamodules={"corpus": "zoo_tasks.timeseries.generation.data:MultiDomainDataModule"},
     config_dir="zoo_tasks.configs:timemode",

@@ -16,10 +16,10 @@ def test_the_entry_point_loads_this_spec():
 
 def test_rows_configs_and_targets_agree():
     methods = {row.method for row in TIMEMODE.benchmark}
-    assert methods == {"timemode", "dense", "no_prompt", "no_timestep", "bootstrap"}
+    assert methods == {"timemode", "dense", "no_prompt", "no_timestep", "bootstrap", "timevae"}
     for row in TIMEMODE.benchmark:
         assert TIMEMODE.config_path(row.config).is_file(), row.config
-        assert row.reduced == (row.method != "bootstrap")
+        assert row.reduced == (row.method not in ("bootstrap", "timevae"))  # TimeVAE runs its reference size
     paired = {(r.method, r.dataset): r.seeds for r in TIMEMODE.benchmark}
     assert paired["timemode", "corpus/24"] == paired["dense", "corpus/24"] == (0, 1, 2)  # >= 3 paired seeds
     for target in TIMEMODE.targets:
