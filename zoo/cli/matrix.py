@@ -15,10 +15,9 @@ import math
 from pathlib import Path
 
 from zoo.cli.fit_test import fit_and_test
-from zoo.cli.reproduce import refuse_dirty_tree, row_args
+from zoo.cli.reproduce import record_of, refuse_dirty_tree, row_args
 from zoo.cli.run_lock import RunLock
 from zoo.cli.tune import find_row, study_folder, tune_row
-from zoo.code_closure import source_hash
 from zoo.errors import ConfigError
 from zoo.leaderboard.matrix import (
     DENSE,
@@ -27,9 +26,8 @@ from zoo.leaderboard.matrix import (
     render_matrix,
     write_not_applicable,
 )
-from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, write_record
+from zoo.leaderboard.record import read_records, record_key, record_path, write_record
 from zoo.registry import TaskSpec, discover, repository_root
-from zoo.runinfo import git_commit, machine, package_versions
 
 
 def matrix_specs(only: list[str]) -> list[TaskSpec]:
@@ -146,24 +144,8 @@ def matrix_main(argv: list[str]) -> int:
                         args.append(f"--{spec.router_arg}.router={router}")
                     result = fit_and_test([*args, *tuned.overrides], run_dir)
                     extra = {**result.extra, "tuning": tuned.to_dict(), "row": f"{row.method}/{row.dataset}"}
-                    record = RunRecord(
-                        task=MATRIX_TASK,
-                        method=label,
-                        dataset=spec.name,
-                        metrics=result.metrics,
-                        seed=seed,
-                        fold=fold,
-                        config=result.config,
-                        versions=package_versions(),
-                        wall_time_s=result.wall_time_s,
-                        commit=git_commit(),
-                        machine=machine(),
-                        reduced=True,
-                        note=f"{row.method}/{row.dataset} with {' '.join(matrix.overrides) or 'its settings'}",
-                        extra=extra,
-                        routing=result.routing,
-                        source_hash=source_hash(result.config),
-                    )
+                    note = f"{row.method}/{row.dataset} with {' '.join(matrix.overrides) or 'its settings'}"
+                    record = record_of(result, MATRIX_TASK, label, spec.name, seed, fold, True, note, extra)
                     if not record.metrics or any(math.isnan(v) for v in record.metrics.values()):
                         failures += 1
                     write_record(record, leaderboard)

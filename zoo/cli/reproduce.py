@@ -14,7 +14,7 @@ import json
 import math
 from pathlib import Path
 
-from zoo.cli.fit_test import fit_and_test, last_checkpoint
+from zoo.cli.fit_test import FitTest, fit_and_test, last_checkpoint
 from zoo.cli.run_lock import RunLock
 from zoo.code_closure import source_hash
 from zoo.errors import ConfigError
@@ -95,10 +95,27 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
     result = fit_and_test(args, run_dir)
     if tuning is not None:
         result.extra["tuning"] = tuning.to_dict()
+    note = ("quick smoke settings; " if quick else "") + row.note
+    return record_of(result, spec.name, row.method, row.dataset, seed, fold, row.reduced or quick, note)
+
+
+def record_of(
+    result: FitTest,
+    task: str,
+    method: str,
+    dataset: str,
+    seed: int,
+    fold: int | None,
+    reduced: bool,
+    note: str,
+    extra: dict | None = None,
+) -> RunRecord:
+    """The leaderboard record of one finished fit-then-test run, with what makes it repeatable: the resolved
+    config, package versions, commit, machine and the source fingerprint of the code the run executed."""
     return RunRecord(
-        task=spec.name,
-        method=row.method,
-        dataset=row.dataset,
+        task=task,
+        method=method,
+        dataset=dataset,
         metrics=result.metrics,
         seed=seed,
         fold=fold,
@@ -107,9 +124,9 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
         wall_time_s=result.wall_time_s,
         commit=git_commit(),
         machine=machine(),
-        reduced=row.reduced or quick,
-        note=("quick smoke settings; " if quick else "") + row.note,
-        extra=result.extra,
+        reduced=reduced,
+        note=note,
+        extra=result.extra if extra is None else extra,
         routing=result.routing,
         # equal source hashes: made by the same code (the commit alone can be dirty or not hold it)
         source_hash=source_hash(result.config),
