@@ -49,3 +49,18 @@ def make_record(task: str, method: str, dataset: str, metrics: dict[str, float],
     return RunRecord(
         task=task, method=method, dataset=dataset, metrics=metrics, seed=seed, fold=fold, **{**base, **fields}
     )
+
+
+def fit_parser(config: Path):
+    """The ``zoo fit`` parser (ZooCLI's, built from ``config``) that instantiates nothing: ``parse_args(args)``
+    resolves any config file plus overrides, as ``zoo fit`` would, without building a model."""
+    from zoo.cli.lightning_cli import ZooCLI
+
+    class ParseOnly(ZooCLI):
+        def _set_seed(self) -> None:
+            pass
+
+        def instantiate_classes(self) -> None:
+            pass
+
+    return ParseOnly(args=["--config", str(config)], run=False).parser

@@ -5,6 +5,7 @@ row's overrides), so a row whose override names a key its model does not have fa
 from __future__ import annotations
 
 import pytest
+from zoo_testing import fit_parser
 
 from zoo.registry import discover
 
@@ -13,17 +14,8 @@ SPECS = {load.name: load.spec for load in discover() if load.spec is not None}
 
 @pytest.fixture(scope="module")
 def parser():
-    from zoo.cli.lightning_cli import ZooCLI
-
-    class ParseOnly(ZooCLI):
-        def _set_seed(self) -> None:
-            pass
-
-        def instantiate_classes(self) -> None:
-            pass
-
     spec = SPECS["seer"]
-    return ParseOnly(args=["--config", str(spec.config_path(spec.default_config))], run=False).parser
+    return fit_parser(spec.config_path(spec.default_config))
 
 
 @pytest.mark.parametrize("task", sorted(SPECS))

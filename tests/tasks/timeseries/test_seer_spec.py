@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 import yaml
-from zoo_testing import REPO
+from zoo_testing import REPO, fit_parser
 
 from zoo.registry import get_task
 from zoo_tasks.timeseries.spec import DATA, DATASETS, HORIZONS, METHODS, SEER
@@ -73,17 +73,8 @@ def _old_config(name: str) -> str | None:
 
 @pytest.fixture(scope="module")
 def resolve():
-    """The ``zoo fit`` parser (ZooCLI's) without instantiating anything: args -> resolved config dict."""
-    from zoo.cli.lightning_cli import ZooCLI
-
-    class ParseOnly(ZooCLI):
-        def _set_seed(self) -> None:
-            pass
-
-        def instantiate_classes(self) -> None:
-            pass
-
-    parser = ParseOnly(args=["--config", str(SEER.config_path("seer.yaml"))], run=False).parser
+    """The ``zoo fit`` parser without instantiating anything: args -> resolved config dict."""
+    parser = fit_parser(SEER.config_path("seer.yaml"))
 
     def _resolve(args: list[str]) -> dict:
         config = parser.parse_args(args).as_dict()
