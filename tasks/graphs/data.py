@@ -10,8 +10,13 @@ writable folder of symlinks, so its ``processed/`` never lands next to the user'
 from __future__ import annotations
 
 import hashlib
+import pickle
 import re
+import shutil
+import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytorch_lightning as pl
@@ -20,6 +25,7 @@ from torch_geometric.datasets import Planetoid, TUDataset
 from torch_geometric.loader import DataLoader
 
 from zoo.data import cache_dir, get_dataset_spec, sha256_of, writable_copy
+from zoo.data.build_lock import build_lock
 from zoo.errors import ConfigError, DatasetNotFoundError
 from zoo.utils.folds import stratified_fold
 from zoo_tasks.graphs.checks import check_choice
@@ -28,6 +34,25 @@ from zoo_tasks.graphs.features import NODE_FEATURES, NodeFeatures
 
 PLANETOID_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
 TU_REQUIRED = ("A", "graph_indicator", "graph_labels")
+Dataset = TypeVar("Dataset")
+
+
+def open_pyg_dataset(family: str, name: str, root_of: Callable[[], Path], make: Callable[[Path], Dataset]) -> Dataset:
+    """``make(root_of())`` under the dataset's build lock (:func:`zoo.data.build_lock.build_lock`), so concurrent
+    processes never read a ``processed/`` folder another one is writing. A ``processed/`` that cannot be read (a
+    build killed mid-write) is removed and built again once, with a warning; a second failure propagates."""
+    with build_lock(f"{family}-{name}"):
+        root = root_of()
+        processed = root / name / "processed"
+        had_cache = processed.is_dir()
+        try:
+            return make(root)
+        except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as err:
+            if not had_cache:
+                raise
+            warnings.warn(f"{processed}: unreadable cache ({str(err).splitlines()[0]}); rebuilding it", stacklevel=2)
+            shutil.rmtree(processed)
+            return make(root)
 
 
 def pyg_root(family: str, name: str, data_dir: str | None) -> Path:
@@ -156,9 +181,13 @@ class PlanetoidDataModule(pl.LightningDataModule):
     def _dataset(self) -> Planetoid:
         from torch_geometric.transforms import Compose, NormalizeFeatures
 
-        steps = [NormalizeFeatures()] if self.normalize_features else []
-        root = self.root()
-        return Planetoid(str(root), self.name, split=self.split, transform=Compose([*steps, AddTwoHopEdges()]))
+        transform = Compose([*([NormalizeFeatures()] if self.normalize_features else []), AddTwoHopEdges()])
+        return open_pyg_dataset(
+            "Planetoid",
+            self.name,
+            self.root,
+            lambda root: Planetoid(str(root), self.name, split=self.split, transform=transform),
+        )
 
     def model_shapes(self) -> dict[str, int]:
         """``{"in_dim": F, "num_classes": C}`` of the graph (PyG's processed tensors, without the transforms)."""
@@ -259,7 +288,12 @@ class TUDataModule(pl.LightningDataModule):
         return self._root
 
     def _dataset(self) -> TUDataset:
-        return TUDataset(str(self.root()), self.name, use_node_attr=self.use_node_attr)
+        return open_pyg_dataset(
+            "TUDataset",
+            self.name,
+            self.root,
+            lambda root: TUDataset(str(root), self.name, use_node_attr=self.use_node_attr),
+        )
 
     def features(self) -> NodeFeatures:
         """The node-feature rule fitted to the whole dataset (its width is the model's ``in_dim``)."""
