@@ -3,6 +3,7 @@ claim dies with its holder."""
 
 import subprocess
 import sys
+import threading
 
 from zoo_testing import run_zoo
 
@@ -38,6 +39,22 @@ def test_lock_excludes_other_processes_until_holder_dies(tmp_path):
     assert not RunLock(run_dir).acquire(), "a second claim in the same process is refused too"
     lock.release()
     assert RunLock(run_dir).acquire()
+
+
+def test_waiting_acquire_blocks_until_the_holder_dies(tmp_path):
+    """``zoo reproduce`` waits for a study another process runs (then reads it back) instead of failing."""
+    proc = _holder(tmp_path / "study")
+    lock, got = RunLock(tmp_path / "study"), threading.Event()
+    waiter = threading.Thread(target=lambda: lock.acquire(wait=True) and got.set())
+    try:
+        waiter.start()
+        assert not got.wait(0.3), "a waiting claim must block while another process holds the lock"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert got.wait(10) and lock.held
+    waiter.join()
+    lock.release()
 
 
 def test_reproduce_skips_a_run_another_process_holds(zoo_env, tmp_path):

@@ -128,7 +128,7 @@ def matrix_main(argv: list[str]) -> int:
                     print(f"  n/a: {reason}", flush=True)
                     write_not_applicable(spec.name, router, reason, leaderboard)
                     continue
-            tuned = tune_row(spec, row, matrix.trials, router, tuple(matrix.overrides), runs=runs)
+            tuned = tune_row(spec, row, matrix.trials, router, tuple(matrix.overrides), runs=runs, wait=True)
             for seed, fold in todo:
                 key = record_key(label, spec.name, seed, fold)
                 run_dir = runs / "reproduce" / MATRIX_TASK / f"{spec.name}__{key}"

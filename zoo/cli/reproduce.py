@@ -90,7 +90,7 @@ def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quic
     if row.tune_trials and not quick:
         from zoo.cli.tune import tune_row
 
-        tuning = tune_row(spec, row, row.tune_trials, runs=run_dir.parents[2])
+        tuning = tune_row(spec, row, row.tune_trials, runs=run_dir.parents[2], wait=True)
         args += tuning.overrides
     result = fit_and_test(args, run_dir)
     if tuning is not None:

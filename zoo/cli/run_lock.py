@@ -36,21 +36,23 @@ class RunLock:
         except OSError:
             return ""
 
-    def _try_flock(self) -> int | None:
-        """An open descriptor holding the flock, or None when another process holds it."""
+    def _try_flock(self, wait: bool = False) -> int | None:
+        """An open descriptor holding the flock, or None when another process holds it (``wait``: block until
+        it is released instead)."""
         fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             os.close(fd)
             return None
         return fd
 
-    def acquire(self) -> bool:
+    def acquire(self, wait: bool = False) -> bool:
+        """Claim the folder; False when another process holds it, or, with ``wait``, block until it is free."""
         if self.held:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = self._try_flock()
+        fd = self._try_flock(wait)
         if fd is None:
             return False
         os.ftruncate(fd, 0)

@@ -68,8 +68,11 @@ def tune_row(
     extra: tuple[str, ...] = (),
     seed: int = TUNE_SEED,
     runs: Path | None = None,
+    wait: bool = False,
 ):
-    """Run (or resume, or read back) the study of ``row`` [with ``router``]; its ``TuneResult``."""
+    """Run (or resume, or read back) the study of ``row`` [with ``router``]; its ``TuneResult``. While another
+    process tunes the row, refuse, or with ``wait`` (``zoo reproduce``: two processes sharing a grid) wait for
+    its study and read it back."""
     from zoo.tuning.study import read_best, run_study
 
     folder = study_folder(spec, row, router, runs or repository_root() / "runs")
@@ -81,7 +84,14 @@ def tune_row(
         args.append(f"--{spec.router_arg}.router={router}")
     lock = RunLock(folder)
     if not lock.acquire():
-        raise ConfigError(f"{folder}: another process tunes this row ({lock.holder()}); wait for it")
+        if not wait:
+            raise ConfigError(f"{folder}: another process tunes this row ({lock.holder()}); wait for it")
+        print(f"  waiting for the study another process runs ({lock.holder()}): {folder}", flush=True)
+        lock.acquire(wait=True)
+        best = read_best(folder)
+        if best is not None and best.trials >= trials:
+            lock.release()
+            return best
     try:
         return run_study(args, row_space(spec, row, router), folder, trials, seed=0, metric=spec.tune_metric)
     finally:
