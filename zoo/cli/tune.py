@@ -88,11 +88,10 @@ def tune_row(
             raise ConfigError(f"{folder}: another process tunes this row ({lock.holder()}); wait for it")
         print(f"  waiting for the study another process runs ({lock.holder()}): {folder}", flush=True)
         lock.acquire(wait=True)
-        best = read_best(folder)
-        if best is not None and best.trials >= trials:
-            lock.release()
-            return best
     try:
+        best = read_best(folder)  # another process may have finished the study since the first look
+        if best is not None and best.trials >= trials:
+            return best
         return run_study(args, row_space(spec, row, router), folder, trials, seed=0, metric=spec.tune_metric)
     finally:
         lock.release()
