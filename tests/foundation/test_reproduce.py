@@ -77,6 +77,7 @@ def test_rerun_stale_replaces_records_of_other_code_and_never_resumes_their_fina
     assert "0 runs to do" in plain.stdout  # without the flag a recorded row stays recorded
     listed = run_zoo([*args, "--dry-run", "--rerun-stale"], zoo_env, tmp_path)
     assert "1 runs to do (3 in the benchmark, 1 recorded, 1 of them stale)" in listed.stdout
+    assert "dense / digits seed=0  (runs afresh: the old run's folder is set aside)" in listed.stdout
 
     rerun = run_zoo([*args, "--rerun-stale"], zoo_env, tmp_path)
     assert rerun.returncode == 0, rerun.stderr[-3000:]

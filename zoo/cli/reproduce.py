@@ -133,13 +133,16 @@ def record_of(
     )
 
 
-def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path) -> str:
-    """One run to do, with what its folder says: held by another process now, or resuming from a checkpoint."""
+def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path, record_file: Path) -> str:
+    """One run to do, with what its folder says: held by another process now, an old run's final checkpoint to
+    set aside (``set_aside_old_run``), or a killed run's checkpoint to resume."""
     line = f"  {row.method} / {row.dataset} seed={seed}" + (f" fold={fold}" if fold is not None else "")
     run_dir = runs_dir / record_key(row.method, row.dataset, seed, fold)
     lock = RunLock(run_dir)
     if lock.held_elsewhere():
         line += f"  (running: {lock.holder()})"
+    elif _predates_record(run_dir, record_file):
+        line += "  (runs afresh: the old run's folder is set aside)"
     elif last_checkpoint(run_dir).exists():
         line += "  (resumes from last.ckpt)"
     return line
@@ -158,14 +161,19 @@ def set_aside_old_run(run_dir: Path, record_file: Path) -> Path | None:
     """Before re-running a stale record's row: a ``last.ckpt`` older than the record is the old run's final
     checkpoint (resuming it would test the old weights), so its folder moves to ``<key>.replaced-<n>``; a newer
     one is a killed re-run's, which resumes. Returns the new folder, or None when nothing moved."""
-    ckpt = last_checkpoint(run_dir)
-    if not ckpt.exists() or not record_file.exists() or ckpt.stat().st_mtime > record_file.stat().st_mtime:
+    if not _predates_record(run_dir, record_file):
         return None
     n = 0
     while (target := run_dir.with_name(f"{run_dir.name}.replaced-{n}")).exists():
         n += 1
     run_dir.rename(target)
     return target
+
+
+def _predates_record(run_dir: Path, record_file: Path) -> bool:
+    """Whether ``run_dir`` holds a ``last.ckpt`` written before ``record_file``: the recorded run's own."""
+    ckpt = last_checkpoint(run_dir)
+    return ckpt.exists() and record_file.exists() and ckpt.stat().st_mtime <= record_file.stat().st_mtime
 
 
 def metric_change(old: RunRecord, new: RunRecord) -> str:
@@ -247,7 +255,9 @@ def reproduce_main(argv: list[str]) -> int:
     print(f"zoo reproduce {spec.name}: {len(todo)} runs to do ({counts})")
     runs_dir = runs_root / ("quick" if ns.quick else "reproduce") / spec.name
     if ns.dry_run:
-        print("\n".join(_dry_run_line(row, seed, fold, runs_dir) for row, seed, fold in todo))
+        for row, seed, fold in todo:
+            record_file = record_path(spec.name, record_key(row.method, row.dataset, seed, fold), leaderboard)
+            print(_dry_run_line(row, seed, fold, runs_dir, record_file))
         return 0
     failures = 0
     for i, (row, seed, fold) in enumerate(todo, 1):
