@@ -11,7 +11,17 @@ from zoo.leaderboard.matrix import render_matrix
 
 def test_matrix_tunes_runs_and_marks_routers_that_do_not_apply(zoo_env, tmp_path):
     board, runs = tmp_path / "board", tmp_path / "runs"
-    args = ["reproduce", "matrix", "--only", "toy", "--routers", "topk,expert_choice", "--allow-dirty"]
+    args = [
+        "reproduce",
+        "matrix",
+        "--only",
+        "toy",
+        "--routers",
+        "topk,expert_choice",
+        "--allow-dirty",
+        "--threads",
+        "2",
+    ]
     args += ["--leaderboard", str(board), "--runs", str(runs)]
     first = run_zoo(args, zoo_env, tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -19,6 +29,7 @@ def test_matrix_tunes_runs_and_marks_routers_that_do_not_apply(zoo_env, tmp_path
     assert sorted(p.name for p in results.glob("*.json")) == ["dense__toy__seed0.json", "topk__toy__seed0.json"]
     record = json.loads((results / "topk__toy__seed0.json").read_text())
     assert record["config"]["model"]["init_args"]["router"] == "topk"
+    assert record["machine"]["torch_threads"] == 2  # --threads pins every tuned and tested run
     tuning = record["extra"]["tuning"]
     assert tuning["trials"] == 2 and tuning["metric"] == "val/acc" and "lr" in tuning["space"]
     assert record["config"]["model"]["init_args"]["lr"] == tuning["params"]["model.init_args.lr"]

@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 
 from zoo.cli.fit_test import fit_and_test
-from zoo.cli.reproduce import record_of, refuse_dirty_tree, row_args
+from zoo.cli.reproduce import add_threads_option, record_of, refuse_dirty_tree, row_args, set_threads
 from zoo.cli.run_lock import RunLock
 from zoo.cli.tune import find_row, study_folder, tune_row
 from zoo.errors import ConfigError
@@ -88,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--routers", default="", help="comma-separated routers (default: every router)")
     p.add_argument("--dry-run", action="store_true", help="list the cells and runs to do, and exit")
     p.add_argument("--allow-dirty", action="store_true", help="write records from uncommitted sources")
+    add_threads_option(p)
     p.add_argument("--leaderboard", type=Path, default=None)
     p.add_argument("--runs", type=Path, default=None)
     return p
@@ -101,6 +102,7 @@ def matrix_main(argv: list[str]) -> int:
     unknown = sorted(set(routers) - set(ROUTERS))
     if unknown:
         raise ConfigError(f"--routers: unknown {', '.join(unknown)}; valid: {', '.join(sorted(ROUTERS))}")
+    set_threads(ns.threads)
     if not ns.dry_run and not ns.allow_dirty:
         refuse_dirty_tree()
     runs = ns.runs or repository_root() / "runs"

@@ -25,6 +25,26 @@ from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
 from zoo.runinfo import dirty_sources, git_commit, machine, package_versions
 
 
+def add_threads_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads per run (CPU float sums depend on it: re-run a record with its machine.torch_threads)",
+    )
+
+
+def set_threads(threads: int | None) -> None:
+    """Pin torch's CPU threads for every run of this process (``--threads``); None leaves torch's default."""
+    if threads is None:
+        return
+    if threads < 1:
+        raise ConfigError(f"--threads {threads}: must be at least 1")
+    import torch
+
+    torch.set_num_threads(threads)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="zoo reproduce", description=__doc__)
     p.add_argument("task")
@@ -58,12 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write records although source files are uncommitted or untracked (the records say so)",
     )
-    p.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="torch CPU threads per run (CPU float sums depend on it: re-run a record with its machine.torch_threads)",
-    )
+    add_threads_option(p)
     p.add_argument("--leaderboard", type=Path, default=None, help="leaderboard folder (default: the repo's)")
     p.add_argument("--runs", type=Path, default=None, help="folder for logs and checkpoints (default: runs/)")
     return p
@@ -223,12 +238,7 @@ def reproduce_main(argv: list[str]) -> int:
         return matrix_main(argv[1:])
     ns = _parser().parse_args(argv)
     spec = get_task(ns.task)
-    if ns.threads is not None:
-        if ns.threads < 1:
-            raise ConfigError(f"--threads {ns.threads}: must be at least 1")
-        import torch
-
-        torch.set_num_threads(ns.threads)
+    set_threads(ns.threads)
     if not ns.quick and not ns.dry_run and not ns.allow_dirty:
         refuse_dirty_tree()
     runs_root = ns.runs or repository_root() / "runs"
