@@ -142,7 +142,10 @@ class DynamicGaussians(nn.Module):
         else:
             self.deform = TrajectoryDeformation(num_gaussians, **kwargs)
 
-    def forward(self, t: Tensor) -> GaussianState:
+    def forward(self, t: Tensor, static: bool = False) -> GaussianState:
+        """The Gaussians at time ``t``; ``static``: the canonical Gaussians, the deformation skipped (warm-up)."""
         g = self.gaussians.state()
+        if static:
+            return g
         dx, dq, ds = self.deform(g.means, t.reshape(1, 1).to(g.means))
         return GaussianState(g.means + dx, g.quats + dq, g.scales * torch.exp(ds), g.opacities, g.sh)

@@ -51,6 +51,10 @@ class ExpertGS(pl.LightningModule):
         expert_kwargs: keyword arguments of the deformation class (widths, resolutions, degrees).
         lr_means: learning rate of the means; ``lr`` the other groups (keys of ``DEFAULT_LR``).
         ssim_weight: lambda of the L1 + SSIM loss.
+        deform_warmup_steps: training steps that render the canonical Gaussians with the deformation skipped, so the
+            static scene is fitted before anything moves (Deformable-3DGS's ``warm_up``, 3000 of 40k iterations;
+            4DGaussians' coarse stage, 3000). Without it the deformation can learn a global shift that carries
+            every Gaussian out of frame, since an empty render of a white-background scene is a cheap early loss.
         backend: rasteriser, ``"auto"`` (gsplat CUDA on a GPU, else the tile rasteriser), ``"tiles"``, ``"dense"``.
         export_name: when set, the trained expert is exported for the MoE stage (see
             :mod:`zoo_tasks.splatting.exports`) at the end of fit.
@@ -65,6 +69,7 @@ class ExpertGS(pl.LightningModule):
         lr_means: float = 1.6e-3,
         lr: dict[str, float] | None = None,
         ssim_weight: float = 0.2,
+        deform_warmup_steps: int = 0,
         backend: str = "auto",
         export_name: str | None = None,
     ) -> None:
@@ -74,7 +79,8 @@ class ExpertGS(pl.LightningModule):
         self.figures: list[str] = []
 
     def render(self, view: dict) -> torch.Tensor:
-        state = self.model(view["time"])
+        static = self.training and self.global_step < self.hparams.deform_warmup_steps
+        state = self.model(view["time"], static=static)
         return render_view(state, view, backend=self.hparams.backend)[0]
 
     def training_step(self, batch, batch_idx: int) -> dict:

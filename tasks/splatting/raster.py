@@ -72,6 +72,13 @@ def _run(step, *args, checkpoint: bool):
     return step(*args)
 
 
+def _zero_of(*inputs: Tensor) -> Tensor:
+    """A zero that depends on ``inputs``. A view in which every Gaussian is culled (all out of frame, say) renders
+    the background alone; like gsplat's CUDA rasteriser, that image must still be a function of the Gaussians with
+    zero gradient, or ``loss.backward()`` fails on a tensor without a graph."""
+    return sum((x.sum() * 0 for x in inputs if x.requires_grad), torch.zeros((), device=inputs[0].device))
+
+
 def _finish(acc: Tensor, T: Tensor, background: Tensor | None) -> tuple[Tensor, Tensor]:
     if background is not None:
         acc = acc + T[..., None] * background.to(acc)
@@ -174,6 +181,8 @@ def rasterize_tiles(
         index = torch.cat(done_tiles)
         acc_all = acc_all.index_copy(0, index, torch.cat(accs))
         T_all = T_all.index_copy(0, index, torch.cat(Ts))
+    else:
+        acc_all = acc_all + _zero_of(means2d, conics, opacities, colors)
     acc_img = acc_all.reshape(tiles_y, tiles_x, tile, tile, channels).permute(0, 2, 1, 3, 4)
     T_img = T_all.reshape(tiles_y, tiles_x, tile, tile).permute(0, 2, 1, 3)
     acc_img = acc_img.reshape(tiles_y * tile, tiles_x * tile, channels)[:height, :width]
@@ -202,8 +211,15 @@ def rasterize_dense(
     """Dense reference: every pixel composites every (unculled) Gaussian in global depth order, in pixel chunks."""
     keep = torch.nonzero((radii > 0).all(dim=-1)).squeeze(1)
     order = keep[torch.argsort(depths.detach()[keep], stable=True)]
+    if len(order) == 0:
+        T = means2d.new_ones(height, width)
+        return _finish(
+            means2d.new_zeros(height, width, colors.shape[-1]) + _zero_of(means2d, conics, opacities, colors),
+            T,
+            background,
+        )
     px = _pixels(width, height, means2d)
-    rows = max(1, chunk // max(len(order), 1))
+    rows = max(1, chunk // len(order))
     accs, Ts = [], []
     for start in range(0, len(px), rows):
         p = px[start : start + rows][None]

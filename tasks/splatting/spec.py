@@ -49,10 +49,11 @@ def _expert_row(expert: str) -> BenchmarkRow:
         published=published,
         published_source=source,
         quick_overrides=("--trainer.max_steps", "20", "--model.init_args.num_gaussians", "300",
+                         "--model.init_args.deform_warmup_steps", "5",
                          "--model.init_args.export_name", f"standup_{expert}_quick", *QUICK_DATA),
         reduced=True,
-        note=f"{EXPERT_STEPS} steps, {NUM_GAUSSIANS} Gaussians, no densification, 100x100 px (papers: 800x800, "
-        "20k-40k steps with densification)",
+        note=f"{EXPERT_STEPS} steps (the first 300 without deformation), {NUM_GAUSSIANS} Gaussians, no densification, "
+        "100x100 px (papers: 800x800, 20k-40k steps with densification)",
     )  # fmt: skip
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from unittest import mock
 
 import pytest
 import torch
 
 from zoo.errors import ConfigError
 from zoo_tasks.splatting.experts import EXPERTS, DynamicGaussians, HexPlaneDeformation, TrajectoryDeformation, posenc
-from zoo_tasks.splatting.module import DEFAULT_LR, expert_param_groups
+from zoo_tasks.splatting.module import DEFAULT_LR, ExpertGS, expert_param_groups
 from zoo_tasks.splatting.objective import image_loss, render_view
 
 
@@ -98,3 +99,30 @@ def test_every_expert_learns_a_moving_blob(kind):
         opt.step()
     assert total().item() < 0.8 * start
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.deform.parameters())
+
+
+@pytest.mark.parametrize("kind", EXPERTS)
+def test_deformation_warm_up_trains_the_canonical_gaussians_alone(kind):
+    """Deformable-3DGS's warm-up: while ``global_step < deform_warmup_steps`` a training render skips the
+    deformation (no gradient reaches it); evaluation renders and later steps use it."""
+    torch.manual_seed(0)
+    module = ExpertGS(expert=kind, num_gaussians=40, deform_warmup_steps=2)
+    with torch.no_grad():  # a non-zero deformation, so skipping it shows in the render
+        for p in module.model.deform.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    view = _view(0.7)
+    canonical = render_view(module.model(view["time"], static=True), view, backend="tiles")[0]
+    deformed = render_view(module.model(view["time"]), view, backend="tiles")[0]
+    assert not torch.allclose(canonical, deformed)
+    module.train()
+    for step, expected in ((0, canonical), (1, canonical), (2, deformed)):
+        module.model.zero_grad()
+        with mock.patch.object(ExpertGS, "global_step", step):
+            out = module.render(view)
+        torch.testing.assert_close(out, expected)
+        out.sum().backward()
+        reached = any(p.grad is not None and p.grad.abs().sum() > 0 for p in module.model.deform.parameters())
+        assert reached == (step >= 2)
+    module.eval()
+    with mock.patch.object(ExpertGS, "global_step", 0):
+        torch.testing.assert_close(module.render(view), deformed)  # evaluation always deforms

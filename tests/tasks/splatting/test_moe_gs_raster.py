@@ -51,6 +51,17 @@ def test_tiles_and_dense_equal_naive_values_and_gradients(opaque):
             torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-3)
 
 
+def test_a_view_with_every_gaussian_culled_renders_the_background_with_zero_gradients():
+    means2d, conics, opac, colors, depths, radii, width, height = _scene()
+    behind = torch.zeros_like(radii)  # the projection culled every Gaussian (e.g. all out of frame)
+    bg = torch.tensor([1.0, 1.0, 1.0, 0.5])
+    for fn in (rasterize_tiles, rasterize_dense):
+        color, alpha, grads = _grads(fn, (means2d, conics, opac, colors, depths, behind, width, height), bg)
+        torch.testing.assert_close(color, bg.expand(height, width, 4))
+        assert alpha.abs().max() == 0
+        assert all(g is not None and g.abs().max() == 0 for g in grads)  # backward runs, nothing is pushed
+
+
 def test_early_termination_happens_and_matters():
     args = _scene(opaque=True, n=80)
     color, alpha = rasterize_naive(*args)
