@@ -67,6 +67,17 @@ def test_the_thread_count_is_part_of_the_version(tmp_path):
     assert code_version(one, tmp_path) == "abc|threads=1" != code_version(two, tmp_path)
 
 
+def test_the_cpu_model_is_part_of_the_version(tmp_path):
+    """The same code and thread count on another CPU model is another version: BLAS kernels differ per CPU."""
+    amd, intel, again = (_rec("c", source_hash="abc") for _ in range(3))
+    amd.machine = {"torch_threads": 1, "cpu": "AMD EPYC 7B13"}
+    intel.machine = again.machine = {"torch_threads": 1, "cpu": "Intel(R) Xeon(R) Processor"}
+    assert (
+        code_version(intel, tmp_path) == "abc|threads=1|cpu=Intel(R) Xeon(R) Processor" == code_version(again, tmp_path)
+    )
+    assert code_version(amd, tmp_path) != code_version(intel, tmp_path)
+
+
 def test_changed_sources_lists_the_run_closure_files_changed_since_the_records_commit():
     from pathlib import Path
 

@@ -56,12 +56,19 @@ def _tree(repo: str, commit: str, folder: str) -> str | None:
 
 
 def code_version(record: RunRecord, repo: Path) -> str:
-    """What must match for two records to be one repeatable version: the code (``source_code_version``) and the
+    """What must match for two records to be one repeatable version: the code (``source_code_version``), the
     torch thread count the run used (CPU float reductions, e.g. MoE scatter-adds, change with it: a 2-thread
-    re-run of a 1-thread record differs in the third decimal), as ``<code>|threads=<n>`` when it is known."""
-    threads = (record.machine or {}).get("torch_threads")
-    base = source_code_version(record, repo)
-    return f"{base}|threads={threads}" if threads else base
+    re-run of a 1-thread record differs in the third decimal) and the CPU model (BLAS picks other kernels on
+    another CPU; routing and early stopping turn those last bits into other runs: the C²GMoE re-run from an AMD
+    EPYC to an Intel Xeon moved single TU folds by up to 0.2), as ``<code>|threads=<n>|cpu=<model>``, each part
+    where the record knows it."""
+    machine = record.machine or {}
+    version = source_code_version(record, repo)
+    if machine.get("torch_threads"):
+        version += f"|threads={machine['torch_threads']}"
+    if machine.get("cpu"):
+        version += f"|cpu={machine['cpu']}"
+    return version
 
 
 def source_code_version(record: RunRecord, repo: Path) -> str:

@@ -112,10 +112,11 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
         lines.append("")
     if mixed:
         lines += [
-            "◇ the runs of this cell come from different code versions or torch thread counts (CPU float sums "
-            "change with the thread count), or some name a commit that does not hold their task's code (written "
-            "from an uncommitted tree), so the cell cannot be repeated as one version from its records; re-running "
-            "its rows at one commit with one thread count removes the mark. Code version: the record's "
+            "◇ the runs of this cell come from different code versions, torch thread counts or CPU models (CPU "
+            "float sums change with the thread count, BLAS kernels with the CPU), or some name a commit that does "
+            "not hold their task's code (written from an uncommitted tree), so the cell cannot be repeated as one "
+            "version from its records; re-running its rows at one commit with one thread count on one CPU model "
+            "removes the mark. Code version: the record's "
             "source fingerprint, or for older records the git trees of the task's folder and `zoo/moe` at its "
             "commit. Records of unknown code: "
             + f"{sum(v.startswith(UNKNOWN) for vs in versions_of.values() for v in vs)} of {len(records)}.",
