@@ -89,3 +89,18 @@ def test_rerun_stale_replaces_records_of_other_code_and_never_resumes_their_fina
     assert new["source_hash"] != "written-by-older-code" and new["extra"]["resumed_from_checkpoint"] is False
     again = run_zoo([*args, "--dry-run", "--rerun-stale"], zoo_env, tmp_path)
     assert "0 runs to do (3 in the benchmark, 1 recorded, 0 of them stale)" in again.stdout
+
+
+def test_a_run_that_raises_is_reported_in_one_line_and_the_grid_goes_on(zoo_env, tmp_path):
+    board, runs = tmp_path / "board", tmp_path / "runs"
+    args = ["reproduce", "toy", "--leaderboard", str(board), "--runs", str(runs), "--allow-dirty"]
+    out = run_zoo(args, {**zoo_env, "ZOO_TOY_FAIL_SEED": "1"}, tmp_path)  # seed 1 of the moe row raises
+    assert out.returncode == 1
+    log = runs / "reproduce" / "toy" / "moe__digits__seed1" / "error.log"
+    assert f"  FAILED moe__digits__seed1: RuntimeError: toy run broken on purpose (traceback: {log})" in out.stdout
+    assert "Traceback" not in out.stdout + out.stderr and "Traceback" in log.read_text()
+    assert "1 runs failed, no record written: moe__digits__seed1" in out.stdout
+    results = board / "results" / "toy"
+    assert sorted(p.name for p in results.glob("*.json")) == ["dense__digits__seed0.json", "moe__digits__seed0.json"]
+    again = run_zoo([*args, "--dry-run"], zoo_env, tmp_path)
+    assert "1 runs to do" in again.stdout  # the failed run is still to do, the others are recorded

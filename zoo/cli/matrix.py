@@ -15,7 +15,14 @@ import math
 from pathlib import Path
 
 from zoo.cli.fit_test import fit_and_test
-from zoo.cli.reproduce import add_threads_option, record_of, refuse_dirty_tree, row_args, set_threads
+from zoo.cli.reproduce import (
+    add_threads_option,
+    record_of,
+    refuse_dirty_tree,
+    report_failed_run,
+    row_args,
+    set_threads,
+)
 from zoo.cli.run_lock import RunLock
 from zoo.cli.tune import find_row, study_folder, tune_row
 from zoo.errors import ConfigError
@@ -144,7 +151,12 @@ def matrix_main(argv: list[str]) -> int:
                     args = [*row_args(spec, row, seed, fold, quick=False), *matrix.overrides]
                     if router is not None:
                         args.append(f"--{spec.router_arg}.router={router}")
-                    result = fit_and_test([*args, *tuned.overrides], run_dir)
+                    try:
+                        result = fit_and_test([*args, *tuned.overrides], run_dir)
+                    except Exception as exc:  # noqa: BLE001 - any error of one run: reported, the grid goes on
+                        print(report_failed_run(run_dir, key, exc), flush=True)
+                        failures += 1
+                        continue
                     extra = {**result.extra, "tuning": tuned.to_dict(), "row": f"{row.method}/{row.dataset}"}
                     note = f"{row.method}/{row.dataset} with {' '.join(matrix.overrides) or 'its settings'}"
                     record = record_of(result, MATRIX_TASK, label, spec.name, seed, fold, True, note, extra)

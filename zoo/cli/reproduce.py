@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import traceback
 from pathlib import Path
 
 from zoo.cli.fit_test import FitTest, fit_and_test, last_checkpoint
@@ -191,6 +192,16 @@ def _predates_record(run_dir: Path, record_file: Path) -> bool:
     return ckpt.exists() and record_file.exists() and ckpt.stat().st_mtime <= record_file.stat().st_mtime
 
 
+def report_failed_run(run_dir: Path, key: str, exc: Exception) -> str:
+    """The line for a run that raised: one broken row must not cost the rest of a long grid, so the grid goes on;
+    the traceback goes to ``<run_dir>/error.log`` (a killed run's checkpoint, if any, still resumes next time)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log = run_dir / "error.log"
+    log.write_text("".join(traceback.format_exception(exc)))
+    message = (str(exc).strip().splitlines() or [""])[0]
+    return f"  FAILED {key}: {type(exc).__name__}: {message} (traceback: {log})"
+
+
 def metric_change(old: RunRecord, new: RunRecord) -> str:
     """``max |Δ| = x (metric)`` over the metrics both records hold, for the log of a re-run."""
     common = [m for m in new.metrics if m in old.metrics]
@@ -269,7 +280,7 @@ def reproduce_main(argv: list[str]) -> int:
             record_file = record_path(spec.name, record_key(row.method, row.dataset, seed, fold), leaderboard)
             print(_dry_run_line(row, seed, fold, runs_dir, record_file))
         return 0
-    failures = 0
+    failures, failed = 0, []
     for i, (row, seed, fold) in enumerate(todo, 1):
         key = record_key(row.method, row.dataset, seed, fold)
         run_dir = runs_dir / key
@@ -287,7 +298,12 @@ def reproduce_main(argv: list[str]) -> int:
             print(f"[{i}/{len(todo)}] {key}" + (" (re-run of a stale record)" if old else ""), flush=True)
             if old is not None and (moved := set_aside_old_run(run_dir, path)) is not None:
                 print(f"  the old run's folder moved to {moved}", flush=True)
-            record = run_one(spec, row, seed, fold, ns.quick, run_dir)
+            try:
+                record = run_one(spec, row, seed, fold, ns.quick, run_dir)
+            except Exception as exc:  # noqa: BLE001 - any error of one run: reported, the grid goes on
+                print(report_failed_run(run_dir, key, exc), flush=True)
+                failed.append(key)
+                continue
             if old is not None:
                 print(f"  {metric_change(old, record)}", flush=True)
             if any(math.isnan(v) for v in record.metrics.values()) or not record.metrics:
@@ -299,4 +315,6 @@ def reproduce_main(argv: list[str]) -> int:
         print(f"  {record.metrics}  ({record.wall_time_s:.1f} s) -> {results_dir(spec.name, leaderboard)}", flush=True)
         _write_pages(spec, leaderboard)
     print(_write_pages(spec, leaderboard))
-    return 1 if failures else 0
+    if failed:
+        print(f"zoo reproduce {spec.name}: {len(failed)} runs failed, no record written: {', '.join(failed)}")
+    return 1 if failures or failed else 0
