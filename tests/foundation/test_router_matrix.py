@@ -56,3 +56,16 @@ def test_matrix_page_ranks_within_a_row_and_reports_health():
     assert "0.5000 ± 0.0000 (1) [2]" in row and "0.5000 ± 0.1414 (2) [3]" in row and "0.4500 ± 0.0000 (1) [1]" in row
     assert "n/a (1)" in row and "(1) no" in page
     assert "| t | — | 0.900 / 1.0 / 0.050 | — |" in page
+
+
+def test_matrix_page_says_which_routers_beat_the_dense_twin_beyond_one_standard_error():
+    def cell(method, values):
+        return [make_record("router_matrix", method, "t", {"test/acc": v}, seed=i) for i, v in enumerate(values)]
+
+    records = cell("dense", [0.80, 0.81, 0.82]) + cell("topk", [0.84, 0.85, 0.86])  # s.e. 0.0058: apart
+    records += cell("soft", [0.79, 0.83, 0.87]) + cell("kern", [0.70, 0.71, 0.72])  # overlaps / below
+    page = render_matrix(records, {"t": ("test/acc", True), "u": ("test/acc", True)}, ["kern", "soft", "topk"], {})
+    assert "- t: beat the dense twin: topk; behind it: kern" in page
+    assert "- u: not enough cells run" in page
+    tie = render_matrix(cell("dense", [0.8, 0.9]) + cell("topk", [0.85, 0.95]), {"t": ("test/acc", True)}, ["topk"], {})
+    assert "- t: **no router beats the dense twin**; none is behind it" in tie

@@ -51,6 +51,31 @@ def _mean_std(values: Sequence[float]) -> tuple[float, float, int]:
     return statistics.fmean(finite), statistics.stdev(finite) if len(finite) > 1 else 0.0, len(finite)
 
 
+def _interval(stat: tuple[float, float, int]) -> tuple[float, float]:
+    """mean ± 1 standard error (std / sqrt(n))."""
+    mean, std, n = stat
+    se = std / math.sqrt(n)
+    return mean - se, mean + se
+
+
+def _versus_dense(stats: Mapping[str, tuple[float, float, int]], higher: bool) -> str:
+    """Which routers beat / trail the dense twin with non-overlapping ±1 s.e. intervals (issue 26's test)."""
+    if DENSE not in stats or not stats[DENSE][2] or len(stats) < 2:
+        return "not enough cells run"
+    lo_d, hi_d = _interval(stats[DENSE])
+    better, worse = [], []
+    for column, stat in sorted(stats.items()):
+        if column == DENSE or not stat[2]:
+            continue
+        lo, hi = _interval(stat)
+        if (lo > hi_d) if higher else (hi < lo_d):
+            better.append(column)
+        elif (hi < lo_d) if higher else (lo > hi_d):
+            worse.append(column)
+    said = f"beat the dense twin: {', '.join(better)}" if better else "**no router beats the dense twin**"
+    return said + (f"; behind it: {', '.join(worse)}" if worse else "; none is behind it")
+
+
 def _health(records: Sequence[RunRecord]) -> tuple[float, float, float] | None:
     """Mean over runs and layers of (load entropy, dead experts, dropped fraction) in the test stage (else the
     last stage that was summarised)."""
@@ -94,6 +119,7 @@ def render_matrix(
         "|---|" + "---|" * len(columns),
     ]
     reasons: dict[str, int] = {}  # one footnote per distinct reason, the router's name replaced by R
+    verdicts = []
     for task in tasks:
         metric, higher = metrics.get(task, ("", True))
         stats = {}
@@ -118,9 +144,12 @@ def render_matrix(
                 row.append("not run")
         arrow = "↑" if higher else "↓"
         out.append(f"| {task} ({metric} {arrow}) | " + " | ".join(row) + " |")
+        verdicts.append(f"- {task}: {_versus_dense(stats, higher)}")
     if reasons:
         out += ["", "n/a: the router cannot route the task's mixture; the model's own words when built with it:", ""]
         out += [f"({n}) {text}" for text, n in reasons.items()]
+    out += ["", "## Routers against the dense twin", ""]
+    out += ["Intervals of mean ± 1 standard error (std / √n) that do not overlap the dense twin's:", "", *verdicts]
     out += ["", "## Routing health (test stage, mean over runs and layers)", ""]
     out += ["load entropy (1 = uniform) / dead experts / dropped token fraction.", ""]
     out += ["| task | " + " | ".join(routers) + " |", "|---|" + "---|" * len(routers)]
