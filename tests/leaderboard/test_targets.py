@@ -119,7 +119,7 @@ def test_beats_by_a_margin_over_the_best_of_several_baselines():
     a, b = BeatsBy("moe", ("mlp", "hex"), "test/psnr", margin=0.5).verdicts(table)
     assert (a.where, a.met, b.where, b.met) == ("A", True, "B", False)  # 33.1 >= 32.5 + 0.5; 30.0 < 29.8 + 0.5
     assert a.target == "moe test/psnr ≥ best of mlp, hex + 0.5"
-    assert a.ours == "33.1 (n=2); best hex 32.5 (n=1); +0.600 over best"
+    assert a.ours == "33.10 (n=2); best hex 32.50 (n=1); +0.600 over best"
     assert "best mlp" in b.ours and b.ours.endswith("+0.200 over best")
     assert BeatsBy("moe", ("mlp", "hex"), "test/psnr", margin=0.7).verdicts(table)[0].met is False
     assert BeatsBy("moe", ("mlp", "hex"), "test/psnr", margin=0.6).verdicts(table)[0].met is True  # exactly: met
@@ -160,3 +160,12 @@ def test_beats_by_a_ratio_and_when_it_cannot_judge():
     )
     with pytest.raises(ConfigError, match="BeatsBy"):
         BeatsBy("sphere", ("moe",), "test/acc", margin=0.1, ratio=1.5)
+
+
+def test_numbers_keep_their_meaningful_decimals_and_a_std_follows_its_mean():
+    from zoo.leaderboard.numbers import fmt_number
+    from zoo.leaderboard.render import mean_std
+
+    assert [fmt_number(v) for v in (0.12345, 28.8580, 683.24)] == ["0.123", "28.86", "683.2"]
+    assert mean_std([600.0, 700.0, 750.0]) == "683.3 ± 76.4 (n=3)"  # not "± 76.38"
+    assert mean_std([0.5, 0.7]) == "0.600 ± 0.141 (n=2)"

@@ -7,16 +7,12 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from zoo.leaderboard.numbers import fmt_number
 from zoo.leaderboard.provenance import UNKNOWN, changed_sources, code_version, written_by_current_code
 from zoo.leaderboard.record import RunRecord
 from zoo.leaderboard.results_table import ResultTable
 from zoo.leaderboard.targets import targets_section
 from zoo.registry import BenchmarkRow, TaskSpec, load_object, repository_root
-
-
-def fmt_number(value: float) -> str:
-    """Three decimals for small metrics (MSE, accuracy), one for large ones (returns, seconds)."""
-    return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
 
 
 def finite_mean(values) -> float:
@@ -38,7 +34,7 @@ def mean_std(values: list[float]) -> str:
     mean = statistics.fmean(values)
     if len(values) == 1:
         return f"{fmt_number(mean)} (n=1)"
-    return f"{fmt_number(mean)} ± {fmt_number(statistics.stdev(values))} (n={len(values)})"
+    return f"{fmt_number(mean)} ± {fmt_number(statistics.stdev(values), like=mean)} (n={len(values)})"
 
 
 def grouped_notes(rows: tuple[BenchmarkRow, ...]) -> list[str]:

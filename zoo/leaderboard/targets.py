@@ -12,6 +12,7 @@ import statistics
 from dataclasses import dataclass
 
 from zoo.errors import ConfigError
+from zoo.leaderboard.numbers import fmt_number
 from zoo.leaderboard.results_table import ResultTable
 
 
@@ -26,7 +27,7 @@ class Verdict:
 
 
 def _fmt(value: float) -> str:
-    return "—" if math.isnan(value) else (f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}")
+    return "—" if math.isnan(value) else fmt_number(value)
 
 
 def _sign(table: ResultTable, metric: str, strict: bool = False) -> str:
