@@ -112,4 +112,5 @@ MOE_GS = TaskSpec(
     catalog="zoo_tasks.splatting.datasets:DATASETS",
     benchmarks={"splat": "zoo_tasks.splatting.bench:main"},
     targets=MOE_GS_SPEC_TARGETS,
+    extra_tables="zoo_tasks.splatting.tables:moe_gs_tables",
 )

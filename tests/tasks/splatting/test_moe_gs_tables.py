@@ -1,0 +1,23 @@
+"""MoE-GS's page tables come from the records alone: the pruning curve, the distillation, the example figures."""
+
+from zoo_testing import make_record
+
+from zoo_tasks.splatting.tables import moe_gs_tables
+
+
+def test_pruning_curve_and_distillation_tables_from_the_records(tmp_path):
+    curve = {"0.5": 29.0, "0.1": 28.5, "0.02": 24.0}
+    distilled = {"test/psnr": 28.7, "test/psnr_before": 28.3, "test/psnr_teacher": 29.0}
+    records = [
+        make_record("moe_gs", "moe_gs", "s", {"test/psnr": 29.0}, extra={"pruning_psnr_by_kept_fraction": curve}),
+        make_record("moe_gs", "distilled", "s", distilled, extra={"student": "trajectory"}),
+        make_record("moe_gs", "mlp", "s", {"test/psnr": 28.9}),
+    ]  # fmt: skip
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "test_000_weights.png").write_bytes(b"")
+    text = moe_gs_tables(records, tmp_path)
+    assert "| kept | 100 % | 50 % | 10 % | 2 % |" in text
+    assert "| test/psnr (dB) | 29.00 | 29.00 | 28.50 | 24.00 |" in text
+    assert "| trajectory | 28.30 | 28.70 | 29.00 |" in text
+    assert "![test_000_weights](results/moe_gs/plots/test_000_weights.png)" in text
+    assert moe_gs_tables(records[2:], tmp_path / "none") == ""  # no MoE-GS or distilled rows: nothing to add
