@@ -51,9 +51,13 @@ def load_spread(load_by_task: dict[str, list[float]]) -> float | None:
 
 
 def target_lines(by_method: dict[str, list]) -> list[str]:
-    """The success-ratio and per-stage r_e targets (per dataset)."""
+    """The success-ratio and per-stage r_e targets, per dataset on which SPHERE or MoE PPO has run (the
+    single-task rows have neither); one line saying so while neither has."""
     lines = []
-    datasets = sorted({rec.dataset for recs in by_method.values() for rec in recs})
+    datasets = sorted({rec.dataset for m in (SPHERE_NAME, MOE_NAME) for rec in by_method.get(m, [])})
+    if not datasets:
+        return [f"| SPHERE avg success ≥ {SUCCESS_RATIO}x MoE PPO's; r_e(K) above at every stage | the sequence | "
+                "needs SPHERE and MoE PPO runs | not yet judged |"]  # fmt: skip
     for ds in datasets:
         sphere = [r for r in by_method.get(SPHERE_NAME, []) if r.dataset == ds]
         moe = [r for r in by_method.get(MOE_NAME, []) if r.dataset == ds]

@@ -94,3 +94,10 @@ def test_extra_tables_judge_the_success_ratio_and_the_rank_at_every_stage():
     assert stage_ranks(recs[0].extra) == [20.0, 18.0]  # the off-boundary entry (stage -1) is left out
     assert mean_matrix([recs[0].extra, recs[1].extra]) == [[pytest.approx(0.85), 0.05], [0.35, pytest.approx(0.55)]]
     assert load_spread({"a": [1, 0]}) is None
+
+
+def test_targets_are_judged_only_where_sphere_or_moe_ppo_ran():
+    single = make_record("sphere", SINGLE, "a alone", {"test/avg_success": 0.9}, extra=_extra([[0.9]], [20.0], {}))
+    page = sphere_tables([single])
+    assert "a alone | needs" not in page  # a single-task row is no place for the SPHERE vs MoE PPO targets
+    assert "| the sequence | needs SPHERE and MoE PPO runs | not yet judged |" in page
