@@ -45,22 +45,24 @@ def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
     stale.mkdir(parents=True)
     (stale / "last.ckpt").write_bytes((runs / "dense__digits__seed0" / "checkpoints" / "last.ckpt").read_bytes())
     refused = run_zoo([*args, "--only", "moe", "--allow-dirty"], zoo_env, tmp_path)
-    assert refused.returncode != 0 and "Traceback" not in refused.stderr
-    assert "num_experts" in refused.stderr and f"delete {stale.parent}" in refused.stderr
+    assert refused.returncode != 0 and "Traceback" not in refused.stdout + refused.stderr
+    assert "FAILED moe__digits__seed0: ConfigError" in refused.stdout  # the whole user-facing message, no traceback
+    assert "num_experts" in refused.stdout and f"delete {stale.parent}" in refused.stdout
     assert not (board / "results" / "toy" / "moe__digits__seed0.json").exists()
+    assert (board / "results" / "toy" / "moe__digits__seed1.json").exists()  # the grid went on
     (stale / "last.ckpt").unlink()
 
     again = run_zoo([*args, "--dry-run"], zoo_env, tmp_path)
-    assert "2 runs to do (3 in the benchmark, 1 recorded)" in again.stdout
-    assert "dense / digits" not in again.stdout
-    assert "moe / digits seed=0\n  moe / digits seed=1" in again.stdout
+    assert "1 runs to do (3 in the benchmark, 2 recorded)" in again.stdout
+    assert "dense / digits" not in again.stdout and "seed=1" not in again.stdout
+    assert "moe / digits seed=0" in again.stdout
 
     excluded = run_zoo([*args, "--dry-run", "--exclude", "moe"], zoo_env, tmp_path)
     assert "0 runs to do" in excluded.stdout
 
     page = (board / "toy.md").read_text()
     assert "| dataset | moe | dense | moe (published) | Reference (published) |" in page
-    assert "| digits | not run |" in page and "(n=1) † " in page and "| 0.900 | 0.950 |" in page
+    assert "(n=1) † " in page and "| 0.900 | 0.950 |" in page
     assert "[toy](toy.md)" in (board / "README.md").read_text()
 
 

@@ -22,6 +22,7 @@ from zoo.errors import ConfigError
 from zoo.leaderboard.provenance import written_by_current_code
 from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, results_dir, write_record
 from zoo.leaderboard.render import render_index, render_task
+from zoo.leaderboard.settings import SETTINGS_KEY, row_args, settings_changed, settings_fingerprint
 from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
 from zoo.runinfo import dirty_sources, git_commit, machine, package_versions
 
@@ -85,30 +86,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def row_args(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quick: bool) -> list[str]:
-    """The ``zoo fit`` arguments of one (row, seed, fold)."""
-    args = [
-        "--config",
-        str(spec.config_path(row.config)),
-        *row.overrides,
-        *(row.quick_overrides if quick else ()),
-        "--seed_everything",
-        str(seed),
-    ]
-    if fold is not None:
-        args += ["--data.init_args.fold", str(fold)]
-    return args
-
-
 def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quick: bool, run_dir: Path) -> RunRecord:
     """Fit then test one (row, seed, fold); return its record (not yet written)."""
     args, tuning = row_args(spec, row, seed, fold, quick), None
+    settings = settings_fingerprint(args)
     if row.tune_trials and not quick:
         from zoo.cli.tune import tune_row
 
         tuning = tune_row(spec, row, row.tune_trials, runs=run_dir.parents[2], wait=True)
         args += tuning.overrides
     result = fit_and_test(args, run_dir)
+    result.extra[SETTINGS_KEY] = settings
     if tuning is not None:
         result.extra["tuning"] = tuning.to_dict()
     note = ("quick smoke settings; " if quick else "") + row.note
@@ -164,13 +152,18 @@ def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path
     return line
 
 
-def _current_record(path: Path, rerun_stale: bool) -> RunRecord | None:
-    """The record at ``path`` when it counts as done: it exists and, with ``rerun_stale``, the current code wrote
-    it (``zoo.leaderboard.provenance.written_by_current_code``)."""
+def is_current(spec: TaskSpec, record: RunRecord) -> bool:
+    """Written by the current code (``written_by_current_code``) with its row's current settings."""
+    return written_by_current_code(record) is True and not settings_changed(spec, record)
+
+
+def _current_record(spec: TaskSpec, path: Path, rerun_stale: bool) -> RunRecord | None:
+    """The record at ``path`` when it counts as done: it exists and, with ``rerun_stale``, it is current
+    (``is_current``)."""
     if not path.exists():
         return None
     record = RunRecord(**json.loads(path.read_text()))
-    return record if not rerun_stale or written_by_current_code(record) is True else None
+    return record if not rerun_stale or is_current(spec, record) else None
 
 
 def set_aside_old_run(run_dir: Path, record_file: Path) -> Path | None:
@@ -193,8 +186,11 @@ def _predates_record(run_dir: Path, record_file: Path) -> bool:
 
 
 def report_failed_run(run_dir: Path, key: str, exc: Exception) -> str:
-    """The line for a run that raised: one broken row must not cost the rest of a long grid, so the grid goes on;
-    the traceback goes to ``<run_dir>/error.log`` (a killed run's checkpoint, if any, still resumes next time)."""
+    """The line for a run that raised: one broken row must not cost the rest of a long grid, so the grid goes on.
+    A ``ConfigError`` is a user-facing message (a row's settings, a checkpoint to delete): shown whole. Anything
+    else is a bug: its first line here, the traceback in ``<run_dir>/error.log``."""
+    if isinstance(exc, ConfigError):
+        return f"  FAILED {key}: ConfigError: {str(exc).strip()}"
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / "error.log"
     log.write_text("".join(traceback.format_exception(exc)))
@@ -258,7 +254,7 @@ def reproduce_main(argv: list[str]) -> int:
     )
     leaderboard.mkdir(parents=True, exist_ok=True)
     records = read_records(spec.name, leaderboard)
-    done = {rec.key() for rec in records if not ns.rerun_stale or written_by_current_code(rec) is True}
+    done = {rec.key() for rec in records if not ns.rerun_stale or is_current(spec, rec)}
     todo = []
     for row in spec.benchmark:
         if ns.only and not any(s in f"{row.method}/{row.dataset}" for s in ns.only):
@@ -291,7 +287,7 @@ def reproduce_main(argv: list[str]) -> int:
         try:
             # another process sharing the grid may have finished this run since the list was made
             path = record_path(spec.name, key, leaderboard)
-            if _current_record(path, ns.rerun_stale) is not None:
+            if _current_record(spec, path, ns.rerun_stale) is not None:
                 print(f"[{i}/{len(todo)}] {key}: skipped, recorded meanwhile", flush=True)
                 continue
             old = RunRecord(**json.loads(path.read_text())) if path.exists() else None

@@ -11,6 +11,7 @@ from zoo.leaderboard.numbers import fmt_number
 from zoo.leaderboard.provenance import UNKNOWN, changed_sources, code_version, written_by_current_code
 from zoo.leaderboard.record import RunRecord
 from zoo.leaderboard.results_table import ResultTable
+from zoo.leaderboard.settings import settings_changed
 from zoo.leaderboard.targets import targets_section
 from zoo.registry import BenchmarkRow, TaskSpec, load_object, repository_root
 
@@ -75,7 +76,9 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
     versions_of = {cell: table.code_versions(*cell) for cell in table.cells}
     mixed = {cell for cell, v in versions_of.items() if len(set(v)) > 1 or any(x.startswith(UNKNOWN) for x in v)}
     current = {id(r): written_by_current_code(r) for r in records}
-    not_current = {cell for cell, recs in table.cells.items() if any(current[id(r)] is not True for r in recs)}
+    other_settings = [r for r in records if settings_changed(spec, r)]
+    stale = {id(r) for r in records if current[id(r)] is not True} | {id(r) for r in other_settings}
+    not_current = {cell for cell, recs in table.cells.items() if any(id(r) in stale for r in recs)}
 
     lines = [
         f"# {spec.name}",
@@ -119,8 +122,15 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
             "",
         ]
 
-    if not_current:
+    if any(current[id(r)] is not True for r in records):
         lines += [*current_code_note(records, current, repo), ""]
+    if other_settings:
+        lines += [
+            f"° also: {len(other_settings)} of {len(records)} records ran with other settings than their rows declare "
+            "now (the row's config file or overrides changed since); `zoo reproduce "
+            f"{spec.name} --rerun-stale` re-runs them.",
+            "",
+        ]
 
     lines += [
         "## Wall time per run (s)",

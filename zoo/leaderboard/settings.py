@@ -1,0 +1,56 @@
+"""A benchmark row's settings, and whether a record ran with the ones the spec declares now.
+
+The source fingerprint (``zoo.code_closure``) says which code a run executed; it does not cover the row's
+YAML config or its overrides. A record therefore also carries ``extra["settings_sha256"]``: a hash of the row's
+``zoo fit`` arguments with every ``--config`` file replaced by the hash of its contents (so the same settings hash
+the same from any checkout or install path). A record whose hash differs from its row's today ran with other
+settings: the page marks it like a record of other code, and ``zoo reproduce --rerun-stale`` re-runs it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from zoo.leaderboard.record import RunRecord
+from zoo.registry import BenchmarkRow, TaskSpec
+
+SETTINGS_KEY = "settings_sha256"
+
+
+def row_args(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quick: bool) -> list[str]:
+    """The ``zoo fit`` arguments of one (row, seed, fold)."""
+    args = [
+        "--config",
+        str(spec.config_path(row.config)),
+        *row.overrides,
+        *(row.quick_overrides if quick else ()),
+        "--seed_everything",
+        str(seed),
+    ]
+    if fold is not None:
+        args += ["--data.init_args.fold", str(fold)]
+    return args
+
+
+def settings_fingerprint(args: Sequence[str]) -> str:
+    """sha256 of ``zoo fit`` arguments, each ``--config`` file replaced by the sha256 of its bytes."""
+    parts, after_config = [], False
+    for arg in args:
+        if after_config and Path(arg).is_file():
+            arg = "config-sha256:" + hashlib.sha256(Path(arg).read_bytes()).hexdigest()
+        after_config = arg == "--config"
+        parts.append(arg)
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def settings_changed(spec: TaskSpec, record: RunRecord) -> bool:
+    """Whether ``record`` carries a settings hash that differs from its row's now (False when it carries none, or
+    its row is gone: nothing to compare)."""
+    recorded = (record.extra or {}).get(SETTINGS_KEY)
+    row = next((r for r in spec.benchmark if r.method == record.method and r.dataset == record.dataset), None)
+    if not recorded or row is None:
+        return False
+    return recorded != settings_fingerprint(row_args(spec, row, record.seed, record.fold, quick=False))
