@@ -1,5 +1,5 @@
-"""MoE-GS's own leaderboard tables: the gate-aware pruning curve, the distillation, and the per-expert PSNR the
-router sees, all from the records; the example renders and expert-weight maps are copied from the ``moe_gs`` run
+"""MoE-GS's own leaderboard tables: the gate-aware pruning curve and the distillation, both from the records;
+the example renders and expert-weight maps are copied from the ``moe_gs`` run
 into ``plots/`` by hand (runs/ is git-ignored), as WestWorld's example rollouts are.
 
 Everything else (metrics, targets, routing summary) is drawn by the generic renderer from the spec.
@@ -10,18 +10,15 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from zoo.leaderboard.record import results_dir
 from zoo.leaderboard.render import finite_mean, fmt_value
-from zoo.registry import repository_root
-
-RESULTS = "leaderboard/results/moe_gs"
-ROUTERS = ("moe_gs", "moe_gs_pixel", "moe_gs_volume")
 
 
 def moe_gs_tables(records, results: Path | None = None) -> str:
     """Markdown: blend test PSNR by the fraction of Gaussians each expert keeps (``moe_gs`` rows,
     ``extra.pruning_psnr_by_kept_fraction``; 100 % is the row's ``test/psnr``), the distilled expert before and
     after against its teacher, and the example figures under ``results/plots``."""
-    results = repository_root() / RESULTS if results is None else Path(results)
+    results = results_dir("moe_gs") if results is None else Path(results)
     lines = []
     curve, full = defaultdict(list), []
     for r in records:

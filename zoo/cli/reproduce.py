@@ -19,10 +19,9 @@ from zoo.cli.fit_test import FitTest, fit_and_test, last_checkpoint
 from zoo.cli.run_lock import RunLock
 from zoo.code_closure import source_hash
 from zoo.errors import ConfigError
-from zoo.leaderboard.provenance import written_by_current_code
 from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, results_dir, write_record
 from zoo.leaderboard.render import render_index, render_task
-from zoo.leaderboard.settings import SETTINGS_KEY, row_args, settings_changed, settings_fingerprint
+from zoo.leaderboard.settings import SETTINGS_KEY, is_current, row_args, settings_fingerprint
 from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
 from zoo.runinfo import dirty_sources, git_commit, machine, package_versions
 
@@ -150,11 +149,6 @@ def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path
     elif last_checkpoint(run_dir).exists():
         line += "  (resumes from last.ckpt)"
     return line
-
-
-def is_current(spec: TaskSpec, record: RunRecord) -> bool:
-    """Written by the current code (``written_by_current_code``) with its row's current settings."""
-    return written_by_current_code(record) is True and not settings_changed(spec, record)
 
 
 def _current_record(spec: TaskSpec, path: Path, rerun_stale: bool) -> RunRecord | None:

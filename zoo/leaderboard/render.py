@@ -11,7 +11,7 @@ from zoo.leaderboard.numbers import fmt_number
 from zoo.leaderboard.provenance import UNKNOWN, changed_sources, code_version, written_by_current_code
 from zoo.leaderboard.record import RunRecord
 from zoo.leaderboard.results_table import ResultTable
-from zoo.leaderboard.settings import settings_changed
+from zoo.leaderboard.settings import is_current, settings_changed
 from zoo.leaderboard.targets import targets_section
 from zoo.registry import BenchmarkRow, TaskSpec, load_object, repository_root
 
@@ -77,7 +77,7 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
     mixed = {cell for cell, v in versions_of.items() if len(set(v)) > 1 or any(x.startswith(UNKNOWN) for x in v)}
     current = {id(r): written_by_current_code(r) for r in records}
     other_settings = [r for r in records if settings_changed(spec, r)]
-    stale = {id(r) for r in records if current[id(r)] is not True} | {id(r) for r in other_settings}
+    stale = {id(r) for r in records if not is_current(spec, r)}
     not_current = {cell for cell, recs in table.cells.items() if any(id(r) in stale for r in recs)}
 
     lines = [

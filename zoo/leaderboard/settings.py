@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from zoo.leaderboard.provenance import written_by_current_code
 from zoo.leaderboard.record import RunRecord
 from zoo.registry import BenchmarkRow, TaskSpec
 
@@ -50,7 +51,15 @@ def settings_changed(spec: TaskSpec, record: RunRecord) -> bool:
     """Whether ``record`` carries a settings hash that differs from its row's now (False when it carries none, or
     its row is gone: nothing to compare)."""
     recorded = (record.extra or {}).get(SETTINGS_KEY)
+    if not recorded:
+        return False
     row = next((r for r in spec.benchmark if r.method == record.method and r.dataset == record.dataset), None)
-    if not recorded or row is None:
+    if row is None:
         return False
     return recorded != settings_fingerprint(row_args(spec, row, record.seed, record.fold, quick=False))
+
+
+def is_current(spec: TaskSpec, record: RunRecord) -> bool:
+    """Written by the current code (``written_by_current_code``) with its row's current settings: what a page
+    leaves unmarked and ``zoo reproduce --rerun-stale`` leaves alone."""
+    return written_by_current_code(record) is True and not settings_changed(spec, record)
