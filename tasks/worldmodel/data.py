@@ -87,7 +87,12 @@ def _eval_batches(robots: list[RobotData], batch_size: int, length: int, role: s
 
 
 class WestWorldDataModule(pl.LightningDataModule):
-    """Generated multi-robot trajectories (see the module docstring and `zoo_tasks.worldmodel.generate`)."""
+    """Generated multi-robot trajectories (see the module docstring and `zoo_tasks.worldmodel.generate`).
+
+    ``policies``: the behaviour policies (`zoo_tasks.worldmodel.behaviour`; default uniform, OU noise and SAC
+    snapshots after 2.5k / 5k / 10k agent steps); each split holds its ``*_episodes`` count of every one of them.
+    ``agent_settings``: the `SACAgent` arguments of the behaviour agents (default ``behaviour.AGENT``).
+    """
 
     def __init__(
         self,
@@ -99,7 +104,7 @@ class WestWorldDataModule(pl.LightningDataModule):
         train_episodes: int = 32,
         val_episodes: int = 4,
         test_episodes: int = 8,
-        finetune_episodes: int = 25,
+        finetune_episodes: int = 10,
         episodes_per_shard: int = 8,
         episode_len: int = 100,
         prefix: int = 20,
@@ -108,9 +113,16 @@ class WestWorldDataModule(pl.LightningDataModule):
         pretrain_steps: int = 1000,
         finetune_steps: int = 0,
         seed: int = 0,
+        policies: list[str] | None = None,
+        agent_settings: dict | None = None,
     ):
         super().__init__()
         self.save_hyperparameters()
+        self.policies = list(generate.DEFAULT_POLICIES if policies is None else policies)
+        if not self.policies:
+            raise ConfigError("data.init_args.policies: give at least one behaviour policy")
+        for policy in self.policies:
+            generate.sac_steps(policy)
         train = list(PRETRAIN if train_robots is None else train_robots)
         if num_train_robots is not None:
             if not 1 <= num_train_robots <= len(train):
@@ -136,20 +148,21 @@ class WestWorldDataModule(pl.LightningDataModule):
     def _plan(self) -> list[dict]:
         h = self.hparams
         per = h.episodes_per_shard
-        shards = generate.plan(self.train_robots, {"train": h.train_episodes, "val": h.val_episodes}, per)
-        shards += generate.plan(self.eval_robots, {"val": h.val_episodes, "test": h.test_episodes}, per)
+        pol = self.policies
+        shards = generate.plan(self.train_robots, {"train": h.train_episodes, "val": h.val_episodes}, per, pol)
+        shards += generate.plan(self.eval_robots, {"val": h.val_episodes, "test": h.test_episodes}, per, pol)
         if h.finetune_robot is not None:
-            shards += generate.plan([h.finetune_robot], {"train": h.finetune_episodes}, per)
+            shards += generate.plan([h.finetune_robot], {"train": h.finetune_episodes}, per, pol)
         unique = {(s["robot"], s["policy"], s["split"], s["index"]): s for s in shards}
         return list(unique.values())
 
     def prepare_data(self) -> None:
-        generate.prepare(self.root, self._plan(), self.hparams.episode_len)
+        generate.prepare(self.root, self._plan(), self.hparams.episode_len, self.hparams.agent_settings)
 
     def _episodes(self, name: str, split: str, count: int) -> np.ndarray:
         manifest = generate.load_manifest(self.root)
         per_policy = []
-        for policy in generate.POLICIES:
+        for policy in self.policies:
             shards = sorted(
                 (s for s in manifest["shards"] if (s["robot"], s["policy"], s["split"]) == (name, policy, split)),
                 key=lambda s: s["index"],

@@ -11,10 +11,12 @@ A shard's seed is a hash of (robot, policy, split, k), so a shard does not depen
 generated; the env, the policy and numpy's ``.npy`` writer are deterministic, so re-running writes the same bytes
 (the manifest's sha256 checks it; a shard whose file is missing or differs is regenerated).
 
-Behaviour policies (actions in [-1, 1]):
-    uniform: a_t ~ U[-1, 1] independently per step;
-    ou:      temporally correlated noise, a_t = clip(rho a_{t-1} + sqrt(1 - rho^2) sigma eps_t), rho 0.9, sigma 0.6.
-Trained-agent (SAC checkpoint) behaviour is not generated yet.
+    agents/<robot>/sac@<N>.pt          a trained SAC actor (`zoo_tasks.worldmodel.behaviour`), listed under the
+                                       manifest's "agents" with its training settings and sha256
+
+Behaviour policies (``uniform``, ``ou``, ``sac@<N>``) are defined in `zoo_tasks.worldmodel.behaviour`. The agents a
+plan's ``sac@<N>`` shards need are trained first; a shard records its agent's sha256, so a re-trained agent (other
+settings, or a snapshot file that was lost) regenerates the shards made with it.
 """
 
 from __future__ import annotations
@@ -28,11 +30,10 @@ from pathlib import Path
 import numpy as np
 
 from zoo.errors import ConfigError
+from zoo_tasks.worldmodel.behaviour import AGENT, DEFAULT_POLICIES, BehaviourPolicy, agent_seed, sac_steps, train_agent
 from zoo_tasks.worldmodel.robots import RobotStructure, make_robot_env, parse_structure, robot
 
-POLICIES = ("uniform", "ou")
 SPLITS = ("train", "val", "test")
-OU_RHO, OU_SIGMA = 0.9, 0.6
 
 
 def default_data_dir() -> Path:
@@ -53,43 +54,29 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-class _Policy:
-    def __init__(self, kind: str, act_dim: int, rng: np.random.Generator):
-        if kind not in POLICIES:
-            raise ConfigError(f"policies: unknown behaviour policy {kind!r}; valid: {', '.join(POLICIES)}")
-        self.kind, self.act_dim, self.rng = kind, act_dim, rng
-        self.prev = np.zeros(act_dim)
-
-    def reset(self) -> None:
-        self.prev = self.rng.uniform(-1, 1, self.act_dim) if self.kind == "ou" else np.zeros(self.act_dim)
-
-    def __call__(self) -> np.ndarray:
-        if self.kind == "uniform":
-            return self.rng.uniform(-1.0, 1.0, self.act_dim)
-        noise = self.rng.normal(0.0, OU_SIGMA, self.act_dim)
-        self.prev = np.clip(OU_RHO * self.prev + np.sqrt(1 - OU_RHO**2) * noise, -1.0, 1.0)
-        return self.prev
-
-
-def rollout_shard(robot_name: str, policy: str, seed: int, episodes: int, episode_len: int) -> np.ndarray:
-    """(episodes, episode_len, obs_dim + act_dim) float32 rollouts of ``robot_name`` under ``policy``."""
+def rollout_shard(
+    robot_name: str, policy: str, seed: int, episodes: int, episode_len: int, snapshot: Path | None = None
+) -> np.ndarray:
+    """(episodes, episode_len, obs_dim + act_dim) float32 rollouts of ``robot_name`` under ``policy`` (a SAC
+    policy acts from ``snapshot``, its trained actor)."""
+    sac_steps(policy)  # an unknown policy fails before the env is made
     env, handles = make_robot_env(robot_name, seed=seed)
     try:
         model, _ = handles()
         structure = parse_structure(robot_name, model, robot(robot_name).locomotion)
         index = np.asarray(structure.state_index)
-        pol = _Policy(policy, structure.act_dim, np.random.default_rng(seed))
+        pol = BehaviourPolicy(policy, structure.act_dim, seed, snapshot)
         out = np.zeros((episodes, episode_len, structure.obs_dim + structure.act_dim), dtype=np.float32)
         for e in range(episodes):
-            env.reset()
+            obs, _ = env.reset()
             pol.reset()
             for t in range(episode_len):
                 _, data = handles()
                 state = np.concatenate([data.qpos, data.qvel])[index]
-                action = pol().astype(np.float32)
+                action = pol.act(obs)
                 out[e, t, : structure.obs_dim] = state
                 out[e, t, structure.obs_dim :] = action
-                _, _, terminated, truncated, _ = env.step(action)
+                obs, _, terminated, truncated, _ = env.step(action)
                 if (terminated or truncated) and t < episode_len - 1:
                     raise ConfigError(
                         f"robot {robot_name!r}: its env ended an episode after {t + 1} steps, before "
@@ -124,13 +111,15 @@ def structure(root: Path, robot_name: str) -> RobotStructure:
     return s
 
 
-def plan(robots, episodes: dict[str, int], episodes_per_shard: int, policies=POLICIES) -> list[dict]:
+def plan(robots, episodes: dict[str, int], episodes_per_shard: int, policies=DEFAULT_POLICIES) -> list[dict]:
     """The shards to generate: per robot, policy and split, ``ceil(episodes[split] / episodes_per_shard)``."""
     bad = sorted(set(episodes) - set(SPLITS))
     if bad:
         raise ConfigError(f"episodes: unknown split(s) {bad}; valid: {', '.join(SPLITS)}")
     if episodes_per_shard < 1:
         raise ConfigError(f"episodes_per_shard must be >= 1, got {episodes_per_shard}")
+    for policy in policies:
+        sac_steps(policy)
     shards = []
     for name in robots:
         robot(name, "robots")
@@ -145,20 +134,69 @@ def plan(robots, episodes: dict[str, int], episodes_per_shard: int, policies=POL
     return shards
 
 
-def prepare(root: Path, shards: list[dict], episode_len: int, log=print) -> dict:
-    """Generate every planned shard that is missing or whose file no longer matches its manifest sha256; write
-    the structures and the manifest. Returns the manifest."""
+def _agents(root: Path, manifest: dict, shards: list[dict], settings: dict, log) -> dict[tuple[str, int], dict]:
+    """The manifest entry of every (robot, N) agent snapshot the ``sac@N`` shards need, training the robots whose
+    snapshot is missing, differs from its sha256 or was trained with other settings."""
+    need: dict[str, set[int]] = {}
+    for shard in shards:
+        n = sac_steps(shard["policy"])
+        if n is not None:
+            need.setdefault(shard["robot"], set()).add(n)
+    known = {(a["robot"], a["agent_steps"]): a for a in manifest.get("agents", [])}
+
+    def valid(name: str, n: int) -> bool:
+        old = known.get((name, n))
+        return (
+            bool(old)
+            and old["settings"] == settings
+            and (root / old["file"]).is_file()
+            and (sha256(root / old["file"]) == old["sha256"])
+        )
+
+    for name in sorted(need):
+        missing = sorted(n for n in need[name] if not valid(name, n))
+        if not missing:
+            continue
+        log(f"westworld data: training {name}'s SAC agent to agent step {max(missing)} (snapshots {missing})")
+        out = root / "agents" / name
+        for n, info in train_agent(name, missing, out, settings).items():
+            rel = f"agents/{name}/{info['file']}"
+            known[(name, n)] = {
+                "robot": name, "env": robot(name).env, "agent_steps": n, "seed": agent_seed(name), "settings": settings,
+                "greedy_return": info["greedy_return"], "file": rel, "sha256": sha256(root / rel),
+            }  # fmt: skip
+            log(f"westworld data: wrote {rel} (greedy return {info['greedy_return']:.1f})")
+        manifest["agents"] = [known[k] for k in sorted(known)]
+        _write_json(root / "manifest.json", manifest)  # hours of training are never lost to a later failure
+    return known
+
+
+def prepare(root: Path, shards: list[dict], episode_len: int, agent_settings: dict | None = None, log=print) -> dict:
+    """Generate every planned shard that is missing, whose file no longer matches its manifest sha256 or whose
+    SAC agent changed, training the agents first (``agent_settings``: `SACAgent` arguments, default ``AGENT``);
+    write the structures and the manifest. Returns the manifest."""
     manifest = load_manifest(root)
+    manifest.setdefault("episode_len", episode_len)
+    agents = _agents(root, manifest, shards, dict(AGENT if agent_settings is None else agent_settings), log)
     known = {(s["robot"], s["policy"], s["split"], s["index"]): s for s in manifest["shards"]}
     for shard in shards:
         key = (shard["robot"], shard["policy"], shard["split"], shard["index"])
         rel = f"{shard['robot']}/{shard['policy']}_{shard['split']}_{shard['index']}.npy"
         path = root / rel
+        n = sac_steps(shard["policy"])
+        agent = agents[(shard["robot"], n)] if n is not None else None
         old = known.get(key)
-        if old and old["episodes"] == shard["episodes"] and path.is_file() and sha256(path) == old["sha256"]:
+        if (
+            old
+            and old["episodes"] == shard["episodes"]
+            and old.get("agent_sha256") == (agent and agent["sha256"])
+            and path.is_file()
+            and sha256(path) == old["sha256"]
+        ):
             continue
         s = structure(root, shard["robot"])
-        data = rollout_shard(shard["robot"], shard["policy"], shard["seed"], shard["episodes"], episode_len)
+        snapshot = root / agent["file"] if agent else None
+        data = rollout_shard(shard["robot"], shard["policy"], shard["seed"], shard["episodes"], episode_len, snapshot)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp.npy")
         np.save(tmp, data)
@@ -171,8 +209,13 @@ def prepare(root: Path, shards: list[dict], episode_len: int, log=print) -> dict
             "act_dim": s.act_dim,
             "file": rel,
             "sha256": sha256(path),
-        }
+        } | ({"agent_sha256": agent["sha256"]} if agent else {})
         log(f"westworld data: wrote {rel} ({known[key]['steps']} steps)")
-    manifest = {"version": 1, "episode_len": episode_len, "shards": [known[k] for k in sorted(known)]}
+        manifest["shards"] = [known[k] for k in sorted(known)]
+        _write_json(root / "manifest.json", manifest)
+    manifest = {
+        "version": 1, "episode_len": episode_len, "agents": manifest.get("agents", []),
+        "shards": [known[k] for k in sorted(known)],
+    }  # fmt: skip
     _write_json(root / "manifest.json", manifest)
     return manifest

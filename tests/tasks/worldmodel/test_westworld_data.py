@@ -8,9 +8,11 @@ from zoo.errors import ConfigError
 from zoo_tasks.worldmodel import generate
 from zoo_tasks.worldmodel.data import WestWorldDataModule
 
+TINY_AGENT = dict(architecture="mlp", actor_hidden=8, critic_hidden=8, num_q=2, batch_size=4, learning_starts=4,
+                  updates_per_step=1)  # fmt: skip
 TINY = dict(train_robots=["dmc_cartpole"], eval_robots=["gym_hopper"], train_episodes=2, val_episodes=1,
             test_episodes=1, episodes_per_shard=1, episode_len=12, prefix=3, horizon=6, batch_size=2,
-            pretrain_steps=3)  # fmt: skip
+            pretrain_steps=3, policies=["uniform", "sac@6"], agent_settings=TINY_AGENT)  # fmt: skip
 
 
 def test_generation_is_deterministic_and_resumable(tmp_path):
@@ -18,10 +20,22 @@ def test_generation_is_deterministic_and_resumable(tmp_path):
         WestWorldDataModule(data_dir=str(tmp_path / "a"), **TINY),
         WestWorldDataModule(data_dir=str(tmp_path / "b"), **TINY),
     )
+    torch.manual_seed(123)
+    rng, threads = torch.get_rng_state(), torch.get_num_threads()
     a.prepare_data()
+    # training the behaviour agents leaves the caller's random state and thread count alone
+    assert torch.equal(torch.get_rng_state(), rng) and torch.get_num_threads() == threads
     b.prepare_data()
     ma, mb = generate.load_manifest(a.root), generate.load_manifest(b.root)
     assert ma == mb and len(ma["shards"]) == 2 * (2 + 1) + 2 * (1 + 1)  # policies x (train + val) / (val + test)
+    # one SAC agent per robot, trained to agent step 6, saved with the settings it was trained with
+    assert [(g["robot"], g["agent_steps"], g["settings"]) for g in ma["agents"]] == [
+        ("dmc_cartpole", 6, TINY_AGENT),
+        ("gym_hopper", 6, TINY_AGENT),
+    ]
+    sac = [s for s in ma["shards"] if s["policy"] == "sac@6"]
+    agents = {g["robot"]: g["sha256"] for g in ma["agents"]}
+    assert sac and all(s["agent_sha256"] == agents[s["robot"]] for s in sac)
     for shard in ma["shards"]:
         assert (a.root / shard["file"]).read_bytes() == (b.root / shard["file"]).read_bytes()
         assert {"env", "policy", "seed", "steps", "sha256"} <= set(shard)
@@ -38,6 +52,25 @@ def test_generation_is_deterministic_and_resumable(tmp_path):
     assert json.loads((a.root / "structure" / "gym_hopper.json").read_text())["bodies"][0] == "torso"
 
 
+def test_sac_policy_acts_from_its_agent_and_retrains_when_its_settings_change(tmp_path):
+    dm = WestWorldDataModule(data_dir=str(tmp_path), **TINY)
+    dm.prepare_data()
+    manifest = generate.load_manifest(dm.root)
+    shard = next(s for s in manifest["shards"] if s["policy"] == "sac@6" and s["robot"] == "dmc_cartpole")
+    uniform = next(s for s in manifest["shards"] if s["policy"] == "uniform" and s["robot"] == "dmc_cartpole")
+    actions = np.load(dm.root / shard["file"])[..., 4:]
+    # the actor's tanh-squashed samples: inside (-1, 1) and not the uniform policy's draws
+    assert np.abs(actions).max() < 1 and not np.array_equal(actions, np.load(dm.root / uniform["file"])[..., 4:])
+    settings = {**TINY_AGENT, "actor_hidden": 12}
+    other = WestWorldDataModule(data_dir=str(tmp_path), **{**TINY, "agent_settings": settings})
+    other.prepare_data()
+    after = generate.load_manifest(dm.root)
+    assert all(g["settings"] == settings for g in after["agents"])
+    redone = next(s for s in after["shards"] if s["file"] == shard["file"])
+    assert redone["agent_sha256"] != shard["agent_sha256"] and redone["sha256"] != shard["sha256"]
+    assert next(s for s in after["shards"] if s["file"] == uniform["file"]) == uniform  # scripted shards stay
+
+
 def test_batches(tmp_path):
     dm = WestWorldDataModule(data_dir=str(tmp_path), **TINY)
     dm.prepare_data()
@@ -48,7 +81,7 @@ def test_batches(tmp_path):
     assert b["x"].shape == (2, 9, 4 + 1) and b["obs_dim"] == 4 and b["struct"].shape == (5, 5)
     # normalised with the robot's train statistics
     tr = dm.train_data[0].episodes
-    assert np.allclose(tr.reshape(-1, 5).mean(0), 0, atol=1e-5)
+    assert np.allclose(tr.reshape(-1, 5).mean(0), 0, atol=1e-4)  # float32 sums
     test = list(dm.test_dataloader())
     assert [t["robot"] for t in test] == ["gym_hopper", "dmc_cartpole"]
     assert [t["role"] for t in test] == ["heldout", "seen"]
@@ -67,3 +100,5 @@ def test_config_errors(tmp_path):
         WestWorldDataModule(data_dir=str(tmp_path), finetune_steps=5)
     with pytest.raises(ConfigError, match="unknown behaviour policy"):
         generate.rollout_shard("dmc_cartpole", "sac", 0, 1, 3)
+    with pytest.raises(ConfigError, match="unknown behaviour policy 'sac@0'"):
+        WestWorldDataModule(data_dir=str(tmp_path), policies=["uniform", "sac@0"])
