@@ -9,6 +9,7 @@ batch, end where one process on the whole batch ends.
   layer with the ``sigmoid_bias`` router) through the ``zoo`` CLI under Lightning's DDP strategy ends at the
   1-process metrics within float tolerance (1e-4 on the loss): the global batches are the same, since shuffling
   is off and the datamodule shards the data itself; its routing summary covers both processes' batches.
+- ``test_a_finished_ddp_run_leaves_no_process_group``: ``zoo fit`` destroys the gloo group when the run returns.
 """
 
 import json
@@ -149,3 +150,25 @@ def test_two_process_ddp_matches_single_process(zoo_env, tmp_path):
     sa, sb = (_summary(tmp_path / d)["train"]["block"] for d in ("one", "two"))
     assert sa["tokens"] == sb["tokens"] == 2 * 1200 and sb["steps"] == 2 * sa["steps"]
     assert max(abs(x - y) for x, y in zip(sa["load"], sb["load"], strict=True)) < 1e-3, (sa, sb)
+
+
+def test_a_finished_ddp_run_leaves_no_process_group(zoo_env, tmp_path):
+    """Lightning destroys only NCCL groups at exit; a gloo group left to interpreter teardown can abort the
+    finished process (SIGABRT from gloo's worker threads), so ``zoo fit`` destroys it when the run returns."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, torch.distributed as dist\n"
+        "from zoo.cli.main import _run\n"
+        "args = ['fit', '--task', 'toy', '--trainer.max_epochs', '1', '--trainer.strategy', 'ddp', "
+        "'--trainer.devices', '1', '--trainer.default_root_dir', 'run']\n"
+        "code = _run(args)\n"
+        "print('initialized after the run:', dist.is_initialized())\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=zoo_env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "initialized after the run: False" in done.stdout, done.stdout[-2000:]

@@ -74,6 +74,17 @@ def expand_task_shortcut(args: list[str]) -> list[str]:
     return [*args[:i], "--config", str(spec.config_path(spec.default_config)), *args[i + 2 :]]
 
 
+def _release_process_group() -> None:
+    """Destroy the process group a finished run left initialised (DDP). Lightning destroys it at exit for NCCL
+    only; a gloo group (DDP on CPU) left to interpreter teardown can abort the finished process from its worker
+    threads ("terminate called without an active exception", SIGABRT; pytorch/pytorch PR 179291 describes it).
+    Only after a run that returned: after an exception the other ranks may still wait in a collective."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def _run(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(HELP)
@@ -86,6 +97,7 @@ def _run(argv: list[str]) -> int:
         # expanded arguments, not the original program-relative ones.
         sys.argv = [sys.argv[0], command, *expand_task_shortcut(rest)]
         ZooCLI()
+        _release_process_group()
         return 0
     if command == "list":
         from zoo.cli.list_cmd import list_tasks
