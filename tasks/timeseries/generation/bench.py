@@ -1,6 +1,7 @@
 """``zoo bench timemode-speed``: time a training step and a generation batch of TimeMoDE and its dense twin at the
-benchmark size (what ``leaderboard/notes/timemode.md`` sizes the grid with). CPU and wall seconds are both
-printed: on a shared machine the wall time grows with the load, the CPU time does not."""
+benchmark size (what ``leaderboard/notes/timemode.md`` sizes the grid with); ``--channels 7 --unconditional`` times
+the ETTh rows' model (Diffusion-TS's protocol). CPU and wall seconds are both printed: on a shared machine the wall
+time grows with the load, the CPU time does not."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=5, help="timed training steps (after one warm-up)")
     parser.add_argument("--samples", type=int, default=1000, help="windows generated in one batch")
     parser.add_argument("--sample-steps", type=int, default=50)
+    parser.add_argument("--channels", type=int, default=1, help="series per window (ETTh: 7)")
+    parser.add_argument("--unconditional", action="store_true", help="prompted=False (the ETTh rows)")
     args = parser.parse_args(argv)
     torch.manual_seed(0)
     print("| L | model | parameters | train step CPU s / wall s | generate CPU s / wall s |")
@@ -27,8 +30,15 @@ def main(argv: list[str] | None = None) -> int:
     for length in args.lengths:
         for moe in (True, False):
             patch = 4 if length <= 24 else 8
-            model = TimeMoDE(seq_len=length, patch_len=patch, moe=moe, sample_steps=args.sample_steps)
-            x = torch.rand(args.batch, length, 1) * 2 - 1
+            model = TimeMoDE(
+                seq_len=length,
+                patch_len=patch,
+                moe=moe,
+                sample_steps=args.sample_steps,
+                channels=args.channels,
+                prompted=not args.unconditional,
+            )
+            x = torch.rand(args.batch, length, args.channels) * 2 - 1
             opt = torch.optim.AdamW(model.parameters(), 1e-3)
             timings = []
             for i in range(args.steps + 1):
@@ -40,9 +50,12 @@ def main(argv: list[str] | None = None) -> int:
                 if i:
                     timings.append((time.process_time() - cpu, time.perf_counter() - wall))
             step_cpu, step_wall = np.mean(timings, axis=0)
-            prompts = np.random.default_rng(0).uniform(-1, 1, (100, length))
+            prompts = np.random.default_rng(0).uniform(-1, 1, (100, length, args.channels))
             wall, cpu = time.perf_counter(), time.process_time()
-            model.generate(prompts, args.samples, "bench")
+            if args.unconditional:
+                model.sample_windows(args.samples, "bench")
+            else:
+                model.generate(prompts, args.samples, "bench")
             gen_cpu, gen_wall = time.process_time() - cpu, time.perf_counter() - wall
             params = sum(p.numel() for p in model.parameters())
             name = "timemode" if moe else "dense"

@@ -10,12 +10,19 @@ the prompt computed from the training window itself, prototypes dropped for the 
 (the centred-PIT range), on all 200 steps or ``sample_steps`` respaced ones. Test: TimeDP's in-domain and
 few-shot protocol (:mod:`zoo_tasks.timeseries.generation.evaluation`).
 
-Batches: ``(x (B, L, 1), domain (B,))``. Steps return ``{"loss", "routing": {"net.blocks.<i>.ffn": Routing}}``.
+``prompted=False`` with ``channels`` = C is the unconditional multivariate generator of Diffusion-TS's protocol
+(Yuan & Qiao, ICLR 2024): no prompt encoder, no prototypes, router on token + timestep; trained on
+:class:`~zoo_tasks.timeseries.generation.multivariate_data.MultivariateWindowsDataModule` and tested by
+:mod:`zoo_tasks.timeseries.generation.diffusion_ts_evaluation` (discriminative, predictive, context-FID).
+
+Batches: ``(x (B, L, C), domain (B,))``. Steps return ``{"loss", "routing": {"net.blocks.<i>.ffn": Routing}}``.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -27,6 +34,7 @@ from zoo.errors import ConfigError
 from zoo.moe import Routing, weighted_aux_loss
 from zoo_tasks.timeseries.generation.diagnostics import ExpertLoad
 from zoo_tasks.timeseries.generation.diffusion import GaussianDiffusion
+from zoo_tasks.timeseries.generation.diffusion_ts_evaluation import DiffusionTSEvaluation, check_metric_settings
 from zoo_tasks.timeseries.generation.dit import DiTDenoiser
 from zoo_tasks.timeseries.generation.evaluation import GenerationEvaluation, repeat_prompts
 from zoo_tasks.timeseries.generation.prompts import DomainPrompter
@@ -34,11 +42,13 @@ from zoo_tasks.timeseries.generation.prompts import DomainPrompter
 LOSSES = ("l1", "l2")
 
 
-class TimeMoDE(GenerationEvaluation, pl.LightningModule):
-    """Prompt-conditioned DiT diffusion generator (TimeMoDE with ``moe=True``, the dense twin with ``moe=False``).
+class TimeMoDE(DiffusionTSEvaluation, GenerationEvaluation, pl.LightningModule):
+    """Prompt-conditioned DiT diffusion generator (TimeMoDE with ``moe=True``, the dense twin with ``moe=False``);
+    unconditional with ``prompted=False``.
 
-    Shapes: ``loss_and_routing((x (B, L, 1), domain (B,))) -> (loss (), {layer: Routing})``;
-    ``generate(prompts (k, L) normalised, n) -> (n, L)`` normalised windows.
+    Shapes: ``loss_and_routing((x (B, L, C), domain (B,))) -> (loss (), {layer: Routing})``;
+    ``generate(prompts (k, L) normalised, n) -> (n, L)`` normalised windows (prompted, C = 1);
+    ``sample_windows(n) -> (n, L, C)`` windows in the data's scale (unconditional).
     """
 
     checkpoint_monitor = "val/loss"
@@ -82,10 +92,17 @@ class TimeMoDE(GenerationEvaluation, pl.LightningModule):
         plots: bool = True,
         finetune_steps: int = 0,
         finetune_lr: float = 1e-4,
+        channels: int | None = 1,
+        prompted: bool = True,
+        metric_repeats: int = 5,
+        metric_iterations: dict[str, int] | None = None,
     ):
         super().__init__()
         if seq_len is None:
             raise ConfigError("model.init_args.seq_len is not set (the data's seq_len fills it under `zoo fit`)")
+        if channels is None:
+            raise ConfigError("model.init_args.channels is not set (the data's channels fill it under `zoo fit`)")
+        check_metric_settings(metric_repeats, metric_iterations)
         if loss not in LOSSES:
             raise ConfigError(f"model.init_args.loss {loss!r}; choose one of {', '.join(LOSSES)}")
         if finetune_steps < 0:
@@ -95,7 +112,7 @@ class TimeMoDE(GenerationEvaluation, pl.LightningModule):
         aux_weights = {"load_balance": 0.01} if aux_weights is None else dict(aux_weights)
         self.save_hyperparameters()
         self.aux_weights = aux_weights if moe else {}
-        self.prompter = DomainPrompter(seq_len, 1, prompt_dim, num_latents, latent_dim)
+        self.prompter = DomainPrompter(seq_len, channels, prompt_dim, num_latents, latent_dim) if prompted else None
         self.net = DiTDenoiser(
             seq_len,
             patch_len,
@@ -113,9 +130,28 @@ class TimeMoDE(GenerationEvaluation, pl.LightningModule):
             router_timestep,
             num_latents,
             latent_dim,
+            channels,
+            prompted,
         )
         self.diffusion = GaussianDiffusion(timesteps, schedule, linear_start, linear_end)
         self.expert_load = ExpertLoad(num_experts, timesteps, timestep_bands) if moe else None
+
+    def setup(self, stage: str) -> None:
+        """Refuse, before any training, a model its data's test protocol cannot evaluate."""
+        dm = getattr(self.trainer, "datamodule", None)
+        if dm is None:
+            return
+        if self.diffusion_ts_data() is not None:
+            if self.prompter is not None:
+                raise ConfigError(
+                    f"{type(dm).__name__} is tested with Diffusion-TS's unconditional protocol: set "
+                    "model.init_args.prompted false"
+                )
+        elif self.prompter is None or self.hparams.channels != 1:
+            raise ConfigError(
+                f"{type(dm).__name__} is tested with TimeDP's prompted univariate protocol: set "
+                "model.init_args.prompted true and channels 1"
+            )
 
     # ---- training ----------------------------------------------------------------------------------------
     def loss_and_routing(self, batch, generator: torch.Generator | None = None) -> tuple[Tensor, dict[str, Routing]]:
@@ -123,11 +159,11 @@ class TimeMoDE(GenerationEvaluation, pl.LightningModule):
         ``generator`` when given: validation uses a fixed one per batch, so ``val/loss`` compares checkpoints on the
         same draws)."""
         x = batch[0]
-        prompt = self.prompter(x)
+        prompt, latents = (self.prompter(x), self.prompter.latents) if self.prompter is not None else (None, None)
         t = torch.randint(0, self.diffusion.timesteps, (x.shape[0],), device=x.device, generator=generator)
         noise = torch.randn(x.shape, device=x.device, generator=generator)
         drop = self.hparams.cond_drop_prob if self.training else 0.0
-        eps, routings = self.net(self.diffusion.q_sample(x, t, noise), t, prompt, self.prompter.latents, drop)
+        eps, routings = self.net(self.diffusion.q_sample(x, t, noise), t, prompt, latents, drop)
         diff = eps - noise
         loss = diff.abs().mean() if self.hparams.loss == "l1" else diff.square().mean()
         self._diffusion_loss = loss.detach()
@@ -157,36 +193,66 @@ class TimeMoDE(GenerationEvaluation, pl.LightningModule):
     def _clip(self) -> float | None:
         trainer = getattr(self, "_trainer", None)
         dm = getattr(trainer, "datamodule", None) if trainer is not None else None
-        bounded = dm is None or getattr(dm, "hparams", {}).get("normalize", "centered_pit") == "centered_pit"
+        bounded = getattr(dm, "bounded", None)
+        if bounded is None:  # TimeDP's data: bounded when centred-PIT normalised
+            bounded = dm is None or getattr(dm, "hparams", {}).get("normalize", "centered_pit") == "centered_pit"
         return 1.0 if self.hparams.clip_denoised and bounded else None
 
-    @torch.no_grad()
-    def generate(self, prompts: np.ndarray, n: int, group: str = "") -> np.ndarray:
-        """(n, L) normalised windows generated with each of the k prompt windows (k, L) repeated (TimeDP)."""
+    def _windows(self, windows: np.ndarray) -> Tensor:
+        """Windows (k, L) or (k, L, C) as a float32 (k, L, C) tensor on the model's device."""
+        x = torch.as_tensor(np.asarray(windows), dtype=torch.float32, device=self.device)
+        return x.unsqueeze(-1) if x.ndim == 2 else x
+
+    @contextmanager
+    def _eval_mode(self) -> Iterator[None]:
         was_training = self.training
         self.eval()
-        x = torch.as_tensor(np.asarray(prompts), dtype=torch.float32, device=self.device).unsqueeze(-1)
-        prompt = self.prompter(x).cpu().numpy()
-        prompt = torch.as_tensor(repeat_prompts(prompt, n), device=self.device)
+        try:
+            yield
+        finally:
+            self.train(was_training)
+
+    @torch.no_grad()
+    def _sample(self, n: int, prompt: Tensor | None, group: str) -> np.ndarray:
+        """(n, L, C) windows, ``eval_batch`` at a time, row i conditioned on ``prompt[i]`` (None: unconditional);
+        the noise is seeded by ``eval_seed`` and ``group``, and the routing is counted under ``group``."""
         generator = torch.Generator(device=self.device).manual_seed(
             self.hparams.eval_seed * 7919 + zlib.crc32(group.encode())
         )
+        latents = self.prompter.latents if self.prompter is not None else None
         out = []
         for start in range(0, n, self.hparams.eval_batch):
-            chunk = prompt[start : start + self.hparams.eval_batch]
+            size = min(self.hparams.eval_batch, n - start)
+            chunk = prompt[start : start + size] if prompt is not None else None
 
             def eps_fn(xt: Tensor, t: Tensor, chunk=chunk) -> Tensor:
-                eps, routings = self.net(xt, t, chunk, self.prompter.latents)
+                eps, routings = self.net(xt, t, chunk, latents)
                 if self.expert_load is not None and group:
                     self.expert_load.add(group, int(t[0]), routings)
                 return eps
 
-            shape = (len(chunk), self.hparams.seq_len, 1)
+            shape = (size, self.hparams.seq_len, self.hparams.channels)
             steps = self.hparams.sample_steps
-            sample = self.diffusion.sample(eps_fn, shape, self._clip(), generator, self.device, steps)
-            out.append(sample.squeeze(-1))
-        self.train(was_training)
+            out.append(self.diffusion.sample(eps_fn, shape, self._clip(), generator, self.device, steps))
         return torch.cat(out).cpu().numpy().astype(np.float64)
+
+    def generate(self, prompts: np.ndarray, n: int, group: str = "") -> np.ndarray:
+        """(n, L) normalised windows generated with each of the k prompt windows (k, L) repeated (TimeDP)."""
+        if self.prompter is None:
+            raise ConfigError("TimeDP's protocol prompts the generator: this model has model.init_args.prompted false")
+        with self._eval_mode(), torch.no_grad():
+            prompt = self.prompter(self._windows(prompts)).cpu().numpy()
+            prompt = torch.as_tensor(repeat_prompts(prompt, n), device=self.device)
+            return self._sample(n, prompt, group).squeeze(-1)
+
+    def sample_windows(self, n: int, group: str = "") -> np.ndarray:
+        """(n, L, C) windows generated unconditionally, in the data's [-1, 1] scale (Diffusion-TS's protocol)."""
+        if self.prompter is not None:
+            raise ConfigError(
+                "Diffusion-TS's protocol generates unconditionally: set model.init_args.prompted false for this data"
+            )
+        with self._eval_mode():
+            return self._sample(n, None, group)
 
     def finetunes(self) -> bool:
         return self.hparams.finetune_steps > 0
@@ -199,7 +265,7 @@ class TimeMoDE(GenerationEvaluation, pl.LightningModule):
         was_training = self.training
         try:
             with torch.inference_mode(False), torch.enable_grad():
-                x = torch.as_tensor(np.asarray(prompts), dtype=torch.float32, device=self.device).unsqueeze(-1)
+                x = self._windows(prompts)
                 optimizer = torch.optim.AdamW(self.parameters(), lr=self.hparams.finetune_lr)
                 generator = torch.Generator(device=self.device).manual_seed(self.hparams.eval_seed)
                 self.train()
@@ -218,7 +284,7 @@ class TimeMoDE(GenerationEvaluation, pl.LightningModule):
     def test_routing(self, prompts: np.ndarray, group: str) -> dict:
         if not self.hparams.moe:
             return {}
-        x = torch.as_tensor(np.asarray(prompts), dtype=torch.float32, device=self.device).unsqueeze(-1)
+        x = self._windows(prompts)
         with torch.no_grad():
             _, routings = self.loss_and_routing((x,))
         return {"routing": routings}

@@ -3,10 +3,13 @@ domains are never pre-training domains, and the bench program runs."""
 
 from __future__ import annotations
 
+from zoo_testing import fit_parser
+
+from zoo.leaderboard.targets import AtLeast
 from zoo.registry import discover
 from zoo_tasks.timeseries.generation import bench
 from zoo_tasks.timeseries.generation.corpus import PRETRAIN_DOMAINS, UNSEEN_DOMAINS
-from zoo_tasks.timeseries.generation.spec import PRETRAIN, TIMEMODE, UNSEEN
+from zoo_tasks.timeseries.generation.spec import ETTH, PRETRAIN, TIMEMODE, UNSEEN
 
 
 def test_the_entry_point_loads_this_spec():
@@ -23,8 +26,31 @@ def test_rows_configs_and_targets_agree():
     paired = {(r.method, r.dataset): r.seeds for r in TIMEMODE.benchmark}
     assert paired["timemode", "corpus/24"] == paired["dense", "corpus/24"] == (0, 1, 2)  # >= 3 paired seeds
     for target in TIMEMODE.targets:
-        assert {target.method, *target.others} <= methods
+        assert {target.method, *getattr(target, "others", ())} <= methods
         assert target.metric in TIMEMODE.metrics
+
+
+def test_etth_rows_name_their_configs_the_unconditional_data_and_the_issue_targets():
+    rows = {r.method: r for r in TIMEMODE.benchmark if r.dataset == ETTH}
+    assert sorted(rows) == ["dense", "timemode"]
+    for method, row in rows.items():
+        assert row.config == f"etth_{method}.yaml" and TIMEMODE.config_path(row.config).is_file()
+        assert row.seeds == (0, 1, 2) and row.reduced and "18k" in row.note
+        config = fit_parser(TIMEMODE.config_path(row.config)).parse_args(
+            ["--config", str(TIMEMODE.config_path(row.config)), *row.quick_overrides]
+        )
+        model, data = config.model.init_args, config.data
+        assert data.class_path.endswith("MultivariateWindowsDataModule") and data.init_args.file == "ETTh1.csv"
+        assert model.prompted is False and model.moe is (method == "timemode") and model.metric_repeats == 1
+        assert model.metric_iterations == {"disc": 20, "pred": 20, "cfid": 5} and config.trainer.max_steps == 2
+    assert rows["dense"].published == {
+        "Diffusion-TS:test/disc": 0.061,
+        "Diffusion-TS:test/pred": 0.119,
+        "Diffusion-TS:test/cfid": 0.116,
+    }
+    assert "Diffusion-TS" in rows["dense"].published_source
+    goals = {(t.method, t.metric, t.value) for t in TIMEMODE.targets if isinstance(t, AtLeast) and t.dataset == ETTH}
+    assert goals == {("dense", "test/disc", 0.10), ("timemode", "test/disc", 0.061)}
 
 
 def test_spec_domains_match_the_recipes_and_unseen_stay_unseen():
@@ -36,3 +62,6 @@ def test_speed_bench_prints_a_row_per_model(capsys):
     assert bench.main(["--lengths", "8", "--batch", "4", "--steps", "1", "--samples", "4", "--sample-steps", "2"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 4 and lines[2].startswith("| 8 | timemode |") and lines[3].startswith("| 8 | dense |")
+    small = ["--lengths", "8", "--batch", "4", "--steps", "1", "--samples", "4", "--sample-steps", "2"]
+    assert bench.main([*small, "--channels", "3", "--unconditional"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 4
