@@ -37,6 +37,7 @@ so they are written here.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -67,6 +68,18 @@ def _windows(
     if not (np.isfinite(real).all() and np.isfinite(fake).all()):
         raise ConfigError("real and fake windows must be finite (no NaN or inf)")
     return torch.from_numpy(real), torch.from_numpy(fake)
+
+
+def _trains_networks(metric):
+    """Run ``metric`` outside inference mode: it trains a network, and Lightning tests under ``inference_mode``
+    (tensors made inside it cannot be saved for backward)."""
+
+    @functools.wraps(metric)
+    def wrapper(*args, **kwargs):
+        with torch.inference_mode(False):
+            return metric(*args, **kwargs)
+
+    return wrapper
 
 
 @contextmanager
@@ -107,6 +120,7 @@ def _draw(x: Tensor, batch_size: int) -> Tensor:
     return x[torch.randperm(len(x))[:batch_size]]
 
 
+@_trains_networks
 def discriminative_score(real, fake, *, iterations: int = 2000, batch_size: int = 128, seed: int = 0) -> float:
     """TimeGAN's discriminative score of real (N, T, C) and fake (M, T, C) windows: ``|0.5 - test accuracy|`` of a
     post-hoc GRU classifier, in [0, 0.5]; 0 means the classifier cannot tell them apart."""
@@ -132,6 +146,7 @@ def discriminative_score(real, fake, *, iterations: int = 2000, batch_size: int 
     return abs(0.5 - float(correct) / (len(real_test) + len(fake_test)))
 
 
+@_trains_networks
 def predictive_score(real, fake, *, iterations: int = 5000, batch_size: int = 128, seed: int = 0) -> float:
     """TimeGAN's predictive score (train on synthetic, test on real) of real (N, T, C) and fake (M, T, C) windows,
     C >= 2, T >= 2: the mean absolute error on the real windows of a GRU trained on the fake ones to predict the last
@@ -162,6 +177,7 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sum((a.mean(0) - b.mean(0)) ** 2) + np.trace(cov_a + cov_b - 2 * cov_mean))
 
 
+@_trains_networks
 def context_fid(real, fake, *, seed: int = 0, iterations: int | None = None, batch_size: int = 8) -> float:
     """Diffusion-TS's context-FID of real (N, T, C) and fake (M, T, C) windows, N, M >= 2, T >= 2: the Fréchet
     distance of their full-series embeddings (N, 320) by a TS2Vec encoder trained on the real windows for

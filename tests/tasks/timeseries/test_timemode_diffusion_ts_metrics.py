@@ -114,3 +114,12 @@ def test_hierarchical_contrastive_loss_is_small_for_matching_views_and_large_for
     z = 10 * torch.eye(16).reshape(4, 4, 16)  # every (row, step) its own direction
     assert hierarchical_contrastive_loss(z, z).item() < 1e-6
     assert hierarchical_contrastive_loss(z, z.roll(1, 0)).item() > 10
+
+
+def test_metrics_run_under_inference_mode():
+    """Lightning tests under ``torch.inference_mode``; the metrics train networks, so they must leave it."""
+    real = np.random.default_rng(0).random((20, 8, 3))
+    with torch.inference_mode():
+        assert 0 <= discriminative_score(real, real, iterations=2, batch_size=4) <= 0.5
+        assert predictive_score(real, real, iterations=2, batch_size=4) >= 0
+        assert abs(context_fid(real, real, iterations=2)) < 1e-3
