@@ -88,7 +88,8 @@ DIFFUSION_TS = (
 DIFFUSION_TS_PUBLISHED = {f"Diffusion-TS:test/{m}": v for m, v in (("disc", 0.061), ("pred", 0.119), ("cfid", 0.116))}
 ETTH_REDUCED = (
     "6k of Diffusion-TS's 18k steps at batch 256, our DiT 64x4 (TimeDP's 200-step linear schedule, eps loss, "
-    "50 respaced sampling steps; Diffusion-TS: its decomposition transformer, 500 cosine steps, all sampled, EMA)"
+    "50 respaced sampling steps; Diffusion-TS: its decomposition transformer, 500 cosine steps, all sampled); EMA as "
+    "Diffusion-TS's"
 )
 ETTH_QUICK = (
     *QUICK[:6],

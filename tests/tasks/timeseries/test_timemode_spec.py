@@ -53,6 +53,20 @@ def test_etth_rows_name_their_configs_the_unconditional_data_and_the_issue_targe
     assert goals == {("dense", "test/disc", 0.10), ("timemode", "test/disc", 0.061)}
 
 
+def test_every_diffusion_row_samples_from_its_references_weight_average():
+    """TimeDP's LitEma on the corpus DiT rows, Diffusion-TS's EMA on the ETTh rows; TimeVAE and the bootstrap have none."""
+    for row in TIMEMODE.benchmark:
+        path = TIMEMODE.config_path(row.config)
+        config = fit_parser(path).parse_args(["--config", str(path), *row.quick_overrides])
+        emas = [c.init_args for c in config.trainer.callbacks or [] if c.class_path == "zoo.callbacks.ema.EMAWeights"]
+        if row.method in ("bootstrap", "timevae"):
+            assert not emas, row
+        elif row.dataset == ETTH:
+            assert [(e.decay, e.every_n_steps, e.schedule) for e in emas] == [(0.995, 10, "ema_pytorch")], row
+        else:
+            assert [(e.decay, e.every_n_steps, e.schedule) for e in emas] == [(0.9999, 1, "litema")], row
+
+
 def test_spec_domains_match_the_recipes_and_unseen_stay_unseen():
     assert PRETRAIN == tuple(PRETRAIN_DOMAINS) and UNSEEN == tuple(UNSEEN_DOMAINS)
     assert not set(PRETRAIN) & set(UNSEEN)
