@@ -11,7 +11,6 @@ from pytorch_lightning.demos.boring_classes import BoringModel
 
 from zoo.callbacks.ema import EMAWeights, ema_decay
 
-
 STEPS_PER_EPOCH = 10
 
 
@@ -58,7 +57,9 @@ def test_schedules_follow_their_references():
     assert ema_decay("ema_pytorch", 0.995, 600, 6000) == 0.995
 
 
-@pytest.mark.parametrize(("schedule", "decay", "every", "epochs"), [("litema", 0.8, 3, 4), ("ema_pytorch", 0.9, 10, 14)])
+@pytest.mark.parametrize(
+    ("schedule", "decay", "every", "epochs"), [("litema", 0.8, 3, 4), ("ema_pytorch", 0.9, 10, 14)]
+)
 def test_the_trained_model_ends_with_the_hand_computed_average(tmp_path, schedule, decay, every, epochs):
     record = RecordWeights()
     model = _fit(tmp_path, EMAWeights(decay, every, schedule), epochs, record=record)
