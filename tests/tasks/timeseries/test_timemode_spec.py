@@ -54,7 +54,7 @@ def test_etth_rows_name_their_configs_the_unconditional_data_and_the_issue_targe
 
 
 def test_every_diffusion_row_samples_from_its_references_weight_average():
-    """TimeDP's LitEma on the corpus DiT rows, Diffusion-TS's EMA on the ETTh rows; TimeVAE and the bootstrap have none."""
+    """TimeDP's LitEma on the corpus DiT rows, Diffusion-TS's EMA on the ETTh rows; TimeVAE, bootstrap: none."""
     for row in TIMEMODE.benchmark:
         path = TIMEMODE.config_path(row.config)
         config = fit_parser(path).parse_args(["--config", str(path), *row.quick_overrides])
