@@ -19,28 +19,37 @@ PUBLISHED = {
     },
 }
 
-# Budget (issue 18: the grid under 6 h on this 2-core machine). Measured with OMP_NUM_THREADS=1 on the shared
-# machine (load average 9-13): one training step of 200 edges takes 5.8 s (DyGFormer, channel_dim 16), 14.3 s
-# (twin), 50.2 s (DyGMoCE, 3 experts), ~10 s (GraphMixer, DyGLib's width); an evaluation batch 1.4 / 4.1 / 13.6 s.
-# DyGLib's schedule (up to 100 epochs x 172 steps at channel_dim 50, 5 runs) is out of reach by ~3 orders of
-# magnitude, so every trained row is reduced: channel_dim 16, lr 1e-3 (DyGLib 1e-4), one epoch over every 3rd
-# training batch (57 steps spread over the whole training period), validation on the first 10 batches of each val
-# set, test with random NS only. Estimate at load ~12: DyGFormer 3 x 630 s, twin 2 x 1650 s, DyGMoCE 2 x 5250 s,
-# GraphMixer 2 x 1100 s, EdgeBank 130 s: ~5 h (DyGMoCE and its twin share seeds 0, 1 for the paired comparison).
+# Budget (issue 18: the grid under 6 h on this 2-core machine). DyGLib's schedule (up to 100 epochs x 172 steps at
+# channel_dim 50, 5 runs) is out of reach, so every trained row is reduced (marked †): channel_dim 16, lr 1e-3
+# (DyGLib 1e-4), 2 epochs over every training batch (172 steps each), validation on the first 10 batches of each val
+# set; test with the random, historical and inductive negatives. Sized from the first grid (2026-12-02, c306fa0:
+# 57 steps, random NS only; idle single-core runs took DyGFormer 48 s, GraphMixer 73 s, twin 179 s, DyGMoCE 610 s):
+# about 6x the training steps and 3x the test, ~17,000-20,000 single-core s, 2.5-3 h as two processes
+# (leaderboard/notes/dygmoce.md). DyGMoCE, its twin and GraphMixer on 3 paired seeds, DyGFormer on 5.
 TRAINED = ("dygformer", "twin", "dygmoce", "graphmixer")
-SEEDS = {"edgebank": (0,), "dygformer": (0, 1, 2), "twin": (0, 1), "dygmoce": (0, 1), "graphmixer": (0, 1)}
+SEEDS = {
+    "edgebank": (0,),
+    "dygformer": (0, 1, 2, 3, 4),
+    "twin": (0, 1, 2),
+    "dygmoce": (0, 1, 2),
+    "graphmixer": (0, 1, 2),
+}
 REDUCED = (
     "--model.init_args.channel_dim", "16",
     "--model.init_args.lr", "0.001",
-    "--data.init_args.train_stride", "3",
-    "--data.init_args.eval_strategies", "[random]",
-    "--trainer.max_epochs", "1",
+    "--data.init_args.train_stride", "1",
+    "--trainer.max_epochs", "2",
     "--trainer.limit_val_batches", "10",
 )  # fmt: skip
-QUICK = ("--data.init_args.train_stride", "43", "--trainer.limit_val_batches", "2", "--trainer.limit_test_batches", "2")
+QUICK = (
+    "--data.init_args.train_stride", "43",
+    "--data.init_args.eval_strategies", "[random]",
+    "--trainer.limit_val_batches", "2",
+    "--trainer.limit_test_batches", "2",
+)  # fmt: skip
 REDUCED_NOTE = (
-    "lr 1e-3 (DyGLib 1e-4), 1 epoch over every 3rd training batch (DyGLib: up to 100 epochs, early stopping), val "
-    "on its first 10 batches, random NS only; DyGFormer/twin/DyGMoCE at channel_dim 16 (DyGLib 50)"
+    "lr 1e-3 (DyGLib 1e-4), 2 epochs (DyGLib: up to 100, early stopping), val on its first 10 batches; "
+    "DyGFormer/twin/DyGMoCE at channel_dim 16 (DyGLib 50)"
 )
 
 TARGETS = (
