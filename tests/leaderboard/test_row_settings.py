@@ -43,3 +43,24 @@ def test_a_record_of_other_row_settings_is_stale_and_marked(tmp_path):
     page = render_task(spec, [rec(now), rec("0" * 64, seed=1)], leaderboard_dir=tmp_path)
     assert "| Cora | 0.800 ± 0.000 (n=2) ° |" in page
     assert "° also: 1 of 2 records ran with other settings than their rows declare now" in page
+
+
+def test_a_record_from_before_the_hash_is_compared_through_its_resolved_config():
+    spec = get_task("dygmoce")
+    row = next(r for r in spec.benchmark if r.method == "twin")
+    args = row_args(spec, row, 0, None, quick=False)
+    stride = args.index("--data.init_args.train_stride") + 1
+    config = {
+        "seed_everything": 0,
+        "trainer": {"max_epochs": int(args[args.index("--trainer.max_epochs") + 1]), "limit_val_batches": 10},
+        "data": {"init_args": {"train_stride": int(args[stride])}},
+        "model": {"init_args": {"channel_dim": 16, "lr": 1e-3}},
+    }
+
+    def rec(config):
+        return make_record("dygmoce", "twin", "UCI", {"test/ap": 0.9}, config=config, source_hash=source_hash({}))
+
+    assert not settings_changed(spec, rec(config))  # every override matches (numbers compared as numbers)
+    assert not settings_changed(spec, rec({"data": {}}))  # keys the record lacks say nothing
+    older = {**config, "data": {"init_args": {"train_stride": int(args[stride]) + 2}}}
+    assert settings_changed(spec, rec(older))  # the row trains on other batches now

@@ -4,15 +4,20 @@ The source fingerprint (``zoo.code_closure``) says which code a run executed; it
 YAML config or its overrides. A record therefore also carries ``extra["settings_sha256"]``: a hash of the row's
 ``zoo fit`` arguments with every ``--config`` file replaced by the hash of its contents (so the same settings hash
 the same from any checkout or install path). A record whose hash differs from its row's today ran with other
-settings: the page marks it like a record of other code, and ``zoo reproduce --rerun-stale`` re-runs it.
+settings: the page marks it like a record of other code, and ``zoo reproduce --rerun-stale`` re-runs it. A record
+written before that hash existed is compared through its resolved config instead: each of the row's ``--key value``
+overrides against the value the record's config holds at ``key`` (edits inside a config file cannot be seen so).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
+
+import yaml
 
 from zoo.leaderboard.provenance import written_by_current_code
 from zoo.leaderboard.record import RunRecord
@@ -47,16 +52,39 @@ def settings_fingerprint(args: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
+def _same(value: object, recorded: object) -> bool:
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (value, recorded))
+    return math.isclose(value, recorded, rel_tol=1e-12) if numbers else value == recorded  # type: ignore[arg-type]
+
+
+def overrides_differ(config: dict, args: Sequence[str]) -> bool:
+    """Whether one of the ``--key value`` pairs in ``args`` (``--config`` aside) names a value that ``config`` (a
+    record's resolved config) holds otherwise at that dotted key; keys the config lacks are not evidence."""
+    for flag, text in zip(args[::2], args[1::2], strict=False):
+        if not flag.startswith("--") or flag == "--config":
+            continue
+        node: object = config
+        for part in flag[2:].split("."):
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+        else:
+            if not _same(yaml.safe_load(text), node):
+                return True
+    return False
+
+
 def settings_changed(spec: TaskSpec, record: RunRecord) -> bool:
-    """Whether ``record`` carries a settings hash that differs from its row's now (False when it carries none, or
-    its row is gone: nothing to compare)."""
-    recorded = (record.extra or {}).get(SETTINGS_KEY)
-    if not recorded:
-        return False
+    """Whether ``record`` ran with other settings than its row declares now: its settings hash differs, or (a record
+    from before the hash) one of the row's overrides differs from its resolved config. False when its row is gone."""
     row = next((r for r in spec.benchmark if r.method == record.method and r.dataset == record.dataset), None)
     if row is None:
         return False
-    return recorded != settings_fingerprint(row_args(spec, row, record.seed, record.fold, quick=False))
+    args = row_args(spec, row, record.seed, record.fold, quick=False)
+    recorded = (record.extra or {}).get(SETTINGS_KEY)
+    if recorded:
+        return recorded != settings_fingerprint(args)
+    return bool(record.config) and overrides_differ(record.config, args)
 
 
 def is_current(spec: TaskSpec, record: RunRecord) -> bool:
