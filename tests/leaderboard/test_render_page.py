@@ -66,3 +66,21 @@ def test_cells_written_by_other_code_are_marked_and_counted(tmp_path):
 
     page = render_task(_spec(), records[:2], leaderboard_dir=tmp_path)
     assert "°" not in page
+
+
+def test_a_dataset_whose_runs_report_other_metrics_gets_no_empty_row(tmp_path):
+    rows = (
+        BenchmarkRow("moe", "A", "x.yaml"),
+        BenchmarkRow("moe", "B", "x.yaml"),
+        BenchmarkRow("moe", "C", "x.yaml"),
+    )
+    spec = TaskSpec(
+        name="toy", description="A toy.", model="m:M", datamodules={}, config_dir="", benchmark=rows,
+        metrics=("test/acc", "test/mae"), higher_is_better=("test/acc",),
+    )  # fmt: skip
+    on_b = RunRecord(**{**vars(_rec("moe", 0.5, 0, "v1")), "dataset": "B", "metrics": {"test/mae": 0.25}})
+    page = render_task(spec, [_rec("moe", 0.8, 0, "v1"), on_b], leaderboard_dir=tmp_path)
+    acc, mae = page.split("## test/mae")
+    assert "| A | 0.800 (n=1)" in acc and "| B |" not in acc  # B's run reports no accuracy
+    assert "| C | not run |" in acc and "| C | not run |" in mae  # C has not run: it may report either
+    assert "| B | 0.250 (n=1)" in mae and "| A |" not in mae.split("##")[0]

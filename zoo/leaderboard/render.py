@@ -62,6 +62,15 @@ def grouped_notes(rows: tuple[BenchmarkRow, ...]) -> list[str]:
     return bullets
 
 
+def reports(spec: TaskSpec, table: ResultTable, dataset: str, metric: str) -> bool:
+    """Whether ``dataset`` belongs in ``metric``'s table: one of its records holds the metric, or one of its
+    benchmark rows has not run yet (it may); a dataset whose finished runs do not report the metric (a task whose
+    datasets are scored by different metrics) gets no row of empty cells."""
+    recs = [r for method in table.methods for r in table.records_of(method, dataset)]
+    pending = any(r.dataset == dataset and not table.records_of(r.method, dataset) for r in spec.benchmark)
+    return pending or any(metric in r.metrics for r in recs)
+
+
 def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path | None = None) -> str:
     """Markdown for ``leaderboard/<task>.md``, all of it from the records and the spec's declarations.
 
@@ -91,11 +100,14 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
         "",
     ]
     for metric in metrics:
+        datasets = [ds for ds in table.datasets if reports(spec, table, ds, metric)]
+        if not datasets:
+            continue
         better = "higher" if metric in spec.higher_is_better else "lower"
         published = table.published_columns(metric)
         header = ["dataset", *table.methods, *(f"{m} (published)" for m in published)]
         lines += [f"## {metric} ({better} is better)", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        for ds in table.datasets:
+        for ds in datasets:
             row = [ds]
             for method in table.methods:
                 recs = table.records_of(method, ds)

@@ -80,11 +80,11 @@ def settings_changed(spec: TaskSpec, record: RunRecord) -> bool:
     row = next((r for r in spec.benchmark if r.method == record.method and r.dataset == record.dataset), None)
     if row is None:
         return False
-    args = row_args(spec, row, record.seed, record.fold, quick=False)
     recorded = (record.extra or {}).get(SETTINGS_KEY)
-    if recorded:
-        return recorded != settings_fingerprint(args)
-    return bool(record.config) and overrides_differ(record.config, args)
+    if not recorded and not record.config:
+        return False  # nothing to compare
+    args = row_args(spec, row, record.seed, record.fold, quick=False)
+    return recorded != settings_fingerprint(args) if recorded else overrides_differ(record.config, args)
 
 
 def is_current(spec: TaskSpec, record: RunRecord) -> bool:
