@@ -16,8 +16,9 @@ import traceback
 from pathlib import Path
 
 from zoo.cli.fit_test import FitTest, fit_and_test, last_checkpoint
-from zoo.cli.run_lock import RunLock
+from zoo.cli.run_lock import LOCK_NAME, RunLock
 from zoo.code_closure import source_hash
+from zoo.data.resolve import sha256_of
 from zoo.errors import ConfigError
 from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, results_dir, write_record
 from zoo.leaderboard.render import render_index, render_task
@@ -144,7 +145,7 @@ def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path
     lock = RunLock(run_dir)
     if lock.held_elsewhere():
         line += f"  (running: {lock.holder()})"
-    elif _predates_record(run_dir, record_file):
+    elif holds_old_run(run_dir, record_file):
         line += "  (runs afresh: the old run's folder is set aside)"
     elif last_checkpoint(run_dir).exists():
         line += "  (resumes from last.ckpt)"
@@ -160,23 +161,44 @@ def _current_record(spec: TaskSpec, path: Path, rerun_stale: bool) -> RunRecord 
     return record if not rerun_stale or is_current(spec, record) else None
 
 
+REPLACES = "replaces.json"
+
+
+def mark_rerun(run_dir: Path, record_file: Path) -> None:
+    """Write into ``run_dir`` which record its run replaces (the record file's sha256), so that a killed re-run
+    is told from the old run by content, not by file times (a checkout or a copy renews a record's mtime)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / REPLACES).write_text(json.dumps({"record": record_file.name, "sha256": sha256_of(record_file)}) + "\n")
+
+
+def holds_old_run(run_dir: Path, record_file: Path) -> bool:
+    """Whether ``run_dir``'s ``last.ckpt`` is the stale record's own run (to set aside), not a killed re-run (to
+    resume). A re-run's folder names the record it replaces (``mark_rerun``); a folder without that mark (a first
+    run, or a re-run started before marks were written) counts as the old run when its checkpoint is older than
+    the record file."""
+    ckpt = last_checkpoint(run_dir)
+    if not ckpt.exists() or not record_file.exists():
+        return False
+    mark = run_dir / REPLACES
+    if mark.exists():
+        return json.loads(mark.read_text()).get("sha256") != sha256_of(record_file)
+    return ckpt.stat().st_mtime <= record_file.stat().st_mtime
+
+
 def set_aside_old_run(run_dir: Path, record_file: Path) -> Path | None:
-    """Before re-running a stale record's row: a ``last.ckpt`` older than the record is the old run's final
-    checkpoint (resuming it would test the old weights), so its folder moves to ``<key>.replaced-<n>``; a newer
-    one is a killed re-run's, which resumes. Returns the new folder, or None when nothing moved."""
-    if not _predates_record(run_dir, record_file):
+    """Before re-running a stale record's row: when ``run_dir`` holds the old run (``holds_old_run``; resuming
+    it would test the old weights), everything in it but the run lock moves to ``<key>.replaced-<n>``; the lock
+    stays, held, so no other process takes the row meanwhile. Returns the new folder, or None when nothing moved."""
+    if not holds_old_run(run_dir, record_file):
         return None
     n = 0
     while (target := run_dir.with_name(f"{run_dir.name}.replaced-{n}")).exists():
         n += 1
-    run_dir.rename(target)
+    target.mkdir()
+    for child in run_dir.iterdir():
+        if child.name != LOCK_NAME:
+            child.rename(target / child.name)
     return target
-
-
-def _predates_record(run_dir: Path, record_file: Path) -> bool:
-    """Whether ``run_dir`` holds a ``last.ckpt`` written before ``record_file``: the recorded run's own."""
-    ckpt = last_checkpoint(run_dir)
-    return ckpt.exists() and record_file.exists() and ckpt.stat().st_mtime <= record_file.stat().st_mtime
 
 
 def report_failed_run(run_dir: Path, key: str, exc: Exception) -> str:
@@ -286,8 +308,10 @@ def reproduce_main(argv: list[str]) -> int:
                 continue
             old = RunRecord(**json.loads(path.read_text())) if path.exists() else None
             print(f"[{i}/{len(todo)}] {key}" + (" (re-run of a stale record)" if old else ""), flush=True)
-            if old is not None and (moved := set_aside_old_run(run_dir, path)) is not None:
-                print(f"  the old run's folder moved to {moved}", flush=True)
+            if old is not None:
+                if (moved := set_aside_old_run(run_dir, path)) is not None:
+                    print(f"  the old run's folder moved to {moved}", flush=True)
+                mark_rerun(run_dir, path)
             try:
                 record = run_one(spec, row, seed, fold, ns.quick, run_dir)
             except Exception as exc:  # noqa: BLE001 - any error of one run: reported, the grid goes on
