@@ -4,9 +4,10 @@ numbers beside ours."""
 import json
 import os
 
+from zoo_testing import run_zoo
+
 from zoo.cli.reproduce import mark_rerun, set_aside_old_run
 from zoo.cli.run_lock import RunLock
-from zoo_testing import run_zoo
 
 
 def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
