@@ -8,7 +8,10 @@ Tasks and their data (``tasks`` chooses; see ``readers`` for the formats, ``spli
 
 Every class name maps into one label space, ``CLASSES``, so one detector serves all tasks (``num_classes = 8``).
 Images are resized to ``image_size`` x ``image_size`` (aspect not kept; boxes scaled per axis; predictions are
-mapped back with ``scale``). A batch holds one task (the sampler interleaves tasks by ``mix``):
+mapped back with ``scale``). Training images are flipped left-right with probability 0.5 (mmdet's DINO recipe) and,
+with ``train_crop``, cut to a random ``train_crop`` square of the resized image (small objects keep their size at a
+fraction of the step's cost; evaluation sees whole images). A batch holds one task (the sampler interleaves tasks
+by ``mix``):
 
     {"images": (B, 3, S, S) uint8, "ir": (B, 3, S, S) uint8 or None (rgbir only), "boxes": [(N_i, 4) float32 xyxy
      in resized pixels], "labels": [(N_i,) long], "task": str, "task_id": int, "image_ids": [int],
@@ -70,11 +73,57 @@ def _resize(pixels: np.ndarray, size: int) -> torch.Tensor:
     return torch.from_numpy(np.array(pixels, dtype=np.uint8)).permute(2, 0, 1)  # a writable copy
 
 
-class DetectionImages(Dataset):
-    """Samples of several tasks, resized to ``size``; item = one image's dict (see the module docstring)."""
+def random_crop(item: dict, side: int, generator: torch.Generator | None = None, tries: int = 10) -> dict:
+    """Cut a random ``side`` x ``side`` window out of a resized item (``image``, ``ir``, ``boxes``, ``labels``).
 
-    def __init__(self, samples: list[Sample], size: int):
-        self.samples, self.size = samples, size
+    Boxes are shifted and clipped to the window; a box left with no width or height is dropped with its label. As
+    mmdet's ``RandomCrop(allow_negative_crop=False)``, a window is redrawn (up to ``tries`` times) while it holds
+    none of the image's boxes; the last draw is kept. Evaluation never crops, so ``scale`` stays the resize's.
+    """
+    _, h, w = item["image"].shape
+    if side > min(h, w):
+        raise ConfigError(f"data.train_crop={side} is larger than data.image_size={min(h, w)}")
+    boxes = item["boxes"]
+    for _ in range(tries):
+        x0 = int(torch.randint(0, w - side + 1, (1,), generator=generator))
+        y0 = int(torch.randint(0, h - side + 1, (1,), generator=generator))
+        moved = (boxes - boxes.new_tensor([x0, y0, x0, y0])).clamp(0, side)
+        keep = (moved[:, 2] > moved[:, 0]) & (moved[:, 3] > moved[:, 1])
+        if keep.any() or len(boxes) == 0:
+            break
+    window = (slice(None), slice(y0, y0 + side), slice(x0, x0 + side))
+    return {
+        **item,
+        "image": item["image"][window].contiguous(),
+        "ir": None if item["ir"] is None else item["ir"][window].contiguous(),
+        "boxes": moved[keep],
+        "labels": item["labels"][keep],
+    }
+
+
+def horizontal_flip(item: dict) -> dict:
+    """Mirror an item left-right: images along their width, boxes as ``x -> W - x`` (x1 and x2 swap)."""
+    w = item["image"].shape[-1]
+    boxes = item["boxes"][:, [2, 1, 0, 3]] * item["boxes"].new_tensor([-1, 1, -1, 1]) + item["boxes"].new_tensor(
+        [w, 0, w, 0]
+    )
+    return {
+        **item,
+        "image": item["image"].flip(-1),
+        "ir": None if item["ir"] is None else item["ir"].flip(-1),
+        "boxes": boxes,
+    }
+
+
+class DetectionImages(Dataset):
+    """Samples of several tasks, resized to ``size``; item = one image's dict (see the module docstring).
+
+    ``flip`` and ``crop`` are the training augmentations (a left-right flip with probability 0.5, a random ``crop``
+    square); their randomness comes from torch's global generator, which ``seed_everything`` seeds.
+    """
+
+    def __init__(self, samples: list[Sample], size: int, flip: bool = False, crop: int | None = None):
+        self.samples, self.size, self.flip, self.crop = samples, size, flip, crop
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -83,7 +132,7 @@ class DetectionImages(Dataset):
         s = self.samples[i]
         sx, sy = self.size / s.width, self.size / s.height
         boxes = torch.from_numpy(s.boxes * np.float32([sx, sy, sx, sy])).reshape(-1, 4)
-        return {
+        item = {
             "image": _resize(load_image(s.image, s.crop), self.size),
             "ir": None if s.ir_image is None else _resize(load_image(s.ir_image, s.crop), self.size),
             "boxes": boxes,
@@ -93,6 +142,11 @@ class DetectionImages(Dataset):
             "orig_size": (s.height, s.width),
             "scale": (sx, sy),
         }
+        if self.crop is not None:
+            item = random_crop(item, self.crop)
+        if self.flip and bool(torch.rand(()) < 0.5):
+            item = horizontal_flip(item)
+        return item
 
 
 def collate(items: list[dict]) -> dict:
@@ -167,6 +221,8 @@ class DroneDetectionDataModule(pl.LightningDataModule):
         mix: task -> relative share of the training batches (e.g. ``{"ir": 4, "rgb": 1}``); default: the
             tasks' image counts.
         max_images: cap per task and split (the first images of the split: quick runs and tests).
+        flip: flip training images left-right with probability 0.5.
+        train_crop: side of a random square cut from each resized training image (None: the whole image).
         hit_uav_dir, rgb_dir: your own folders in those formats (HIT-UAV's json layout; ``images/`` + ``labels/``
             YOLO), read without the catalogue's checksums (``data_sha256()`` lists their annotation files); default:
             the catalogued datasets through ``zoo.data.resolve`` (sha256-verified).
@@ -187,6 +243,8 @@ class DroneDetectionDataModule(pl.LightningDataModule):
         synthetic_pairs: int = 64,
         num_workers: int = 0,
         seed: int = 0,
+        flip: bool = True,
+        train_crop: int | None = None,
     ):
         super().__init__()
         self.tasks = check_tasks(tasks or ["ir", "rgb"])
@@ -196,6 +254,9 @@ class DroneDetectionDataModule(pl.LightningDataModule):
         self.image_size, self.batch_size, self.mix, self.max_images = image_size, batch_size, mix, max_images
         self.hit_uav_dir, self.rgb_dir, self.dronevehicle_dir = hit_uav_dir, rgb_dir, dronevehicle_dir
         self.synthetic_pairs, self.num_workers, self.seed = synthetic_pairs, num_workers, seed
+        if train_crop is not None and not 0 < train_crop <= image_size:
+            raise ConfigError(f"data.train_crop must be in (0, image_size={image_size}], got {train_crop}")
+        self.flip, self.train_crop = flip, train_crop
         self._cache: dict[tuple[str, str], list[Sample]] = {}
 
     def model_shapes(self) -> dict[str, int]:
@@ -246,8 +307,9 @@ class DroneDetectionDataModule(pl.LightningDataModule):
             groups[t] = list(range(len(samples), len(samples) + len(part)))
             samples += part
         sampler = TaskBatchSampler(groups, self.batch_size, shuffle, self.mix if shuffle else None, self.seed)
+        augment = {"flip": self.flip, "crop": self.train_crop} if shuffle else {}
         return DataLoader(
-            DetectionImages(samples, self.image_size),
+            DetectionImages(samples, self.image_size, **augment),
             batch_sampler=sampler,
             collate_fn=collate,
             num_workers=self.num_workers,

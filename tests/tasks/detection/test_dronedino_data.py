@@ -14,7 +14,14 @@ from PIL import Image
 from zoo.data.resolve import data_mirror
 from zoo.errors import ConfigError, DatasetNotFoundError
 from zoo_tasks.detection import readers
-from zoo_tasks.detection.data import CLASSES, DroneDetectionDataModule, LLVIPPairs, TaskBatchSampler
+from zoo_tasks.detection.data import (
+    CLASSES,
+    DroneDetectionDataModule,
+    LLVIPPairs,
+    TaskBatchSampler,
+    horizontal_flip,
+    random_crop,
+)
 from zoo_tasks.detection.splits import HIT_UAV_RANGES, by_id_range, by_order
 
 
@@ -152,3 +159,60 @@ def test_datamodule_batches_and_errors():
         DroneDetectionDataModule(tasks=["thermal"])
     with pytest.raises(ConfigError, match="data.mix names task 'rgb'"):
         DroneDetectionDataModule(tasks=["ir"], mix={"rgb": 1.0})
+
+
+def _item(boxes, size=8):
+    """An item whose pixels mark themselves: image[0, y, x] = y * size + x, so a window or a flip can be read back."""
+    pixels = torch.arange(size * size).reshape(1, size, size).expand(3, size, size).clone()
+    boxes = torch.tensor(boxes, dtype=torch.float32).reshape(-1, 4)
+    return {"image": pixels, "ir": pixels + 1, "boxes": boxes, "labels": torch.arange(len(boxes))}
+
+
+def test_horizontal_flip_mirrors_pixels_and_boxes():
+    item = _item([[1, 2, 3, 5]])
+    flipped = horizontal_flip(item)
+    assert torch.equal(flipped["image"][0, 0], torch.arange(8).flip(0))  # column x -> 7 - x
+    assert torch.equal(flipped["ir"], item["ir"].flip(-1))
+    assert flipped["boxes"].tolist() == [[5.0, 2.0, 7.0, 5.0]]  # x1, x2 = 8 - 3, 8 - 1
+    assert torch.equal(horizontal_flip(flipped)["boxes"], item["boxes"])
+
+
+def test_random_crop_shifts_clips_and_drops_boxes():
+    item = _item([[0, 0, 8, 8], [0, 0, 1, 1], [6, 6, 8, 8]])
+    torch.manual_seed(0)
+    for _ in range(20):
+        out = random_crop(item, 4)
+        x0, y0 = int(out["image"][0, 0, 0]) % 8, int(out["image"][0, 0, 0]) // 8  # the window's corner, read back
+        assert out["image"].shape == out["ir"].shape == (3, 4, 4)
+        assert torch.equal(out["image"], item["image"][:, y0 : y0 + 4, x0 : x0 + 4])
+        expected = [
+            (label, [max(a - x0, 0), max(b - y0, 0), min(c - x0, 4), min(d - y0, 4)])
+            for label, (a, b, c, d) in enumerate(item["boxes"].tolist())
+            if min(c - x0, 4) > max(a - x0, 0) and min(d - y0, 4) > max(b - y0, 0)
+        ]
+        assert out["labels"].tolist() == [label for label, _ in expected]  # the full-image box is always kept
+        assert out["boxes"].tolist() == [box for _, box in expected]
+    with pytest.raises(ConfigError, match="train_crop=16 is larger than data.image_size=8"):
+        random_crop(item, 16)
+
+
+def test_random_crop_redraws_a_window_without_boxes():
+    item = _item([[0, 0, 4, 4]], size=16)  # one box in a corner: 4 in 5 of the 8-px windows miss it
+    torch.manual_seed(0)
+    redrawn = sum(len(random_crop(item, 8, tries=10)["boxes"]) for _ in range(50))
+    torch.manual_seed(0)
+    once = sum(len(random_crop(item, 8, tries=1)["boxes"]) for _ in range(50))
+    assert once < 20 and redrawn > 35  # expected 10 and 45
+
+
+def test_training_batches_are_augmented_and_evaluation_batches_are_not():
+    _mirror("HIT-UAV")
+    dm = DroneDetectionDataModule(tasks=["ir"], image_size=64, batch_size=2, max_images=4, train_crop=32)
+    torch.manual_seed(0)
+    train = list(dm.train_dataloader())
+    assert all(b["images"].shape == (2, 3, 32, 32) and all((x <= 32).all() for x in b["boxes"]) for b in train)
+    plain = DroneDetectionDataModule(tasks=["ir"], image_size=64, batch_size=2, max_images=4, flip=False)
+    for a, b in zip(dm.val_dataloader(), plain.val_dataloader()):
+        assert torch.equal(a["images"], b["images"]) and all(torch.equal(x, y) for x, y in zip(a["boxes"], b["boxes"]))
+    with pytest.raises(ConfigError, match="train_crop must be in"):
+        DroneDetectionDataModule(tasks=["ir"], image_size=64, train_crop=128)

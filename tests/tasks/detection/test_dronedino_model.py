@@ -137,3 +137,17 @@ def test_too_small_images_for_the_queries_are_a_config_error(two_stream):
         ConfigError, match="data.image_size 16x16 gives 7 encoder tokens, fewer than model.num_queries=20"
     ):
         two_stream.mmdet_inputs(_synthetic_batch(size=16))
+
+
+def test_lr_drop_epochs_multiply_every_group_by_a_tenth():
+    module = _module(moe="none", lr=1e-4, backbone_lr=1e-5, lr_drop_epochs=[2])
+    config = module.configure_optimizers()
+    optimizer, drop = config["optimizer"], config["lr_scheduler"]["scheduler"]
+    assert config["lr_scheduler"]["interval"] == "epoch"
+    seen = []
+    for _ in range(3):
+        seen += [group["lr"] for group in optimizer.param_groups]
+        optimizer.step()
+        drop.step()
+    assert seen == pytest.approx([1e-4, 1e-5, 1e-4, 1e-5, 1e-5, 1e-6])  # (rest, backbone) per epoch
+    assert isinstance(_module(moe="none").configure_optimizers(), torch.optim.AdamW)  # no drop: the constant recipe
