@@ -195,8 +195,8 @@ class DroneDINOModule(pl.LightningModule):
         tokens = sum(-(-h // s) * -(-w // s) for s in strides)
         if tokens < self.hparams.num_queries:
             raise ConfigError(
-                f"data.image_size {h}x{w} gives {tokens} encoder tokens, fewer than model.num_queries="
-                f"{self.hparams.num_queries}: raise the image size or lower num_queries"
+                f"inputs of {h}x{w} (data.image_size, or data.train_crop in training) give {tokens} encoder tokens, "
+                f"fewer than model.num_queries={self.hparams.num_queries}: raise the size or lower num_queries"
             )
 
     def routings(self) -> dict:

@@ -134,7 +134,9 @@ def test_too_small_images_for_the_queries_are_a_config_error(two_stream):
     from zoo.errors import ConfigError
 
     with pytest.raises(
-        ConfigError, match="data.image_size 16x16 gives 7 encoder tokens, fewer than model.num_queries=20"
+        ConfigError,
+        match=r"inputs of 16x16 \(data.image_size, or data.train_crop in training\) give 7 encoder tokens, "
+        r"fewer than model.num_queries=20",
     ):
         two_stream.mmdet_inputs(_synthetic_batch(size=16))
 
