@@ -84,3 +84,22 @@ def test_a_dataset_whose_runs_report_other_metrics_gets_no_empty_row(tmp_path):
     assert "| A | 0.800 (n=1)" in acc and "| B |" not in acc  # B's run reports no accuracy
     assert "| C | not run |" in acc and "| C | not run |" in mae  # C has not run: it may report either
     assert "| B | 0.250 (n=1)" in mae and "| A |" not in mae.split("##")[0]
+
+
+def test_a_method_without_a_row_on_a_dataset_is_marked_apart_from_a_row_not_run_yet(tmp_path):
+    rows = (
+        BenchmarkRow("moe", "A", "x.yaml"),
+        BenchmarkRow("moe", "B", "x.yaml"),
+        BenchmarkRow("ablation", "A", "x.yaml"),
+    )  # the ablation has no row on B
+    spec = TaskSpec(
+        name="toy", description="A toy.", model="m:M", datamodules={}, config_dir="", benchmark=rows,
+        metrics=("test/acc",), higher_is_better=("test/acc",),
+    )  # fmt: skip
+    ablation = RunRecord(**{**vars(_rec("moe", 0.7, 0, "v1")), "method": "ablation"})
+    page = render_task(spec, [_rec("moe", 0.8, 0, "v1"), ablation], leaderboard_dir=tmp_path)
+    assert "| B | not run | × |" in page  # moe/B is declared and pending; ablation/B does not exist
+    assert "× not in the benchmark" in page
+    full = TaskSpec(**{**vars(spec), "benchmark": (*rows, BenchmarkRow("ablation", "B", "x.yaml"))})
+    page = render_task(full, [_rec("moe", 0.8, 0, "v1"), ablation], leaderboard_dir=tmp_path)
+    assert "| B | not run | not run |" in page and "×" not in page

@@ -11,7 +11,7 @@ from zoo.leaderboard.numbers import fmt_number
 from zoo.leaderboard.provenance import UNKNOWN, changed_sources, code_version, written_by_current_code
 from zoo.leaderboard.record import RunRecord
 from zoo.leaderboard.results_table import ResultTable
-from zoo.leaderboard.settings import is_current, settings_changed
+from zoo.leaderboard.settings import settings_changed
 from zoo.leaderboard.targets import targets_section
 from zoo.registry import BenchmarkRow, TaskSpec, load_object, repository_root
 
@@ -86,7 +86,10 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
     mixed = {cell for cell, v in versions_of.items() if len(set(v)) > 1 or any(x.startswith(UNKNOWN) for x in v)}
     current = {id(r): written_by_current_code(r) for r in records}
     other_settings = [r for r in records if settings_changed(spec, r)]
-    stale = {id(r) for r in records if not is_current(spec, r)}
+    # is_current's two tests, each computed once per record (settings_changed resolves the record's config)
+    stale = {id(r) for r in records if current[id(r)] is not True} | {id(r) for r in other_settings}
+    declared = {(row.method, row.dataset) for row in spec.benchmark}
+    undeclared_seen = False
     not_current = {cell for cell, recs in table.cells.items() if any(id(r) in stale for r in recs)}
 
     lines = [
@@ -111,7 +114,12 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
             row = [ds]
             for method in table.methods:
                 recs = table.records_of(method, ds)
-                text = mean_std([r.metrics.get(metric, math.nan) for r in recs]) if recs else "not run"
+                if recs:
+                    text = mean_std([r.metrics.get(metric, math.nan) for r in recs])
+                elif (method, ds) in declared:
+                    text = "not run"
+                else:
+                    text, undeclared_seen = "×", True
                 text += " †" if table.reduced(method, ds) else ""
                 text += " ◇" if (method, ds) in mixed else ""
                 text += " °" if (method, ds) in not_current else ""
@@ -121,6 +129,8 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
                 row.append("" if value is None else fmt_number(value))
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
+    if undeclared_seen:
+        lines += ["× not in the benchmark: the spec declares no row for this method on this dataset.", ""]
     if mixed:
         lines += [
             "◇ the runs of this cell come from different code versions, torch thread counts or CPU models (CPU "
