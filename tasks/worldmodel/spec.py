@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from zoo.leaderboard.targets import BeatsOnAverage, NotWorse
-from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.registry import BenchmarkRow, MatrixRow, TaskSpec
+from zoo.tuning.space import Float
 
 ZERO_SHOT = "zero-shot (Walker2d, Hopper)"
 FEW_SHOT = "few-shot (HalfCheetah, 5k)"
@@ -72,6 +73,25 @@ TARGETS = (
     NotWorse("westworld", "mean", "test/mae"),
 )
 
+# `zoo tune` spaces of the router x task table's row (issue 26); the router's own knobs come from
+# zoo.tuning.router_knobs. Trials are scored on the validation windows of the pretraining robots (val/mae), never
+# on the held-out robots.
+_SPACE = {
+    "model.init_args.lr": Float(3e-4, 3e-3, log=True),
+    "model.init_args.weight_decay": Float(1e-6, 1e-3, log=True),
+}
+SEARCH_SPACES = {"westworld": _SPACE, "dense": _SPACE}
+# The router x task table's row: zero-shot Walker2d / Hopper at half the pretraining steps (400 of 800). Estimated
+# from the benchmark's records (407 s a WestWorld run, 590 s dense): ~2.9 h for 8 routers + the dense twin, 2 trials
+# + 3 seeds each.
+MATRIX = MatrixRow(
+    row=f"westworld/{ZERO_SHOT}",
+    dense=f"dense/{ZERO_SHOT}",
+    trials=2,
+    overrides=("--data.init_args.pretrain_steps=400",),
+)
+
+
 WESTWORLD = TaskSpec(
     name="westworld",
     description="WestWorld robot world model (Sys-MoE + structural embedding) vs dense / TrajWorld / MLP ensemble",
@@ -84,4 +104,7 @@ WESTWORLD = TaskSpec(
     datasets=(),
     extra_tables="zoo_tasks.worldmodel.tables:westworld_tables",
     targets=TARGETS,
+    search_spaces=SEARCH_SPACES,
+    matrix=MATRIX,
+    tune_metric=("val/mae", "min"),
 )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from zoo.leaderboard.targets import AtLeast, ImprovesOnFraction, WithinOfPublished
-from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.registry import BenchmarkRow, MatrixRow, TaskSpec
+from zoo.tuning.space import Float
 
 DYGLIB = "Yu et al., Towards Better Dynamic Graph Learning (DyGLib), NeurIPS 2023, Tables (UCI, random NS)"
 PUBLISHED = {
@@ -80,6 +81,25 @@ def _row(method: str) -> BenchmarkRow:
     )
 
 
+# `zoo tune` spaces of the router x task table's row (issue 26); the router's own knobs come from
+# zoo.tuning.router_knobs. The ranking constraint's weight is DyGMoCE's own knob (the twin has one expert).
+_SPACE = {"model.init_args.lr": Float(3e-4, 3e-3, log=True), "model.init_args.dropout": Float(0.0, 0.3)}
+SEARCH_SPACES = {"dygmoce": {**_SPACE, "model.init_args.ranking_weight": Float(0.01, 1.0, log=True)}, "twin": _SPACE}
+# The router x task table's row: one epoch over every 6th training batch (29 steps; the benchmark: 2 epochs over
+# every batch, 344 steps) and random negatives only at test. Estimated from the benchmark's records (~9.7 s a
+# DyGMoCE step here): ~3.7 h for 8 routers + the twin, 2 trials + 3 seeds each.
+MATRIX = MatrixRow(
+    row="dygmoce/UCI",
+    dense="twin/UCI",
+    trials=2,
+    overrides=(
+        "--data.init_args.train_stride=6",
+        "--trainer.max_epochs=1",
+        "--data.init_args.eval_strategies=[random]",
+    ),
+)
+
+
 DYGMOCE = TaskSpec(
     name="dygmoce",
     description="DyGMoCE (curvature-expert mixtures in a dynamic graph transformer) vs DyGFormer/twin/EdgeBank on "
@@ -118,4 +138,6 @@ DYGMOCE = TaskSpec(
     benchmarks={"dygmoce": "zoo_tasks.graphs.dynamic.bench:main"},
     extra_tables="zoo_tasks.graphs.dynamic.tables:dygmoce_tables",
     targets=TARGETS,
+    search_spaces=SEARCH_SPACES,
+    matrix=MATRIX,
 )

@@ -4,7 +4,8 @@ imports nothing heavy."""
 from __future__ import annotations
 
 from zoo.leaderboard.targets import AtLeast, BeatsOnAverage
-from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.registry import BenchmarkRow, MatrixRow, TaskSpec
+from zoo.tuning.space import Float
 
 PRETRAIN = (
     "fred_md", "nn5", "taxi", "tweets", "cloud", "traffic", "electricity", "solar", "wind", "air_quality",
@@ -137,6 +138,25 @@ TARGETS = (
     AtLeast("timemode", ETTH, "test/disc", 0.061),
 )
 
+# `zoo tune` spaces of the router x task table's row (issue 26): the learning rate for both columns; the router's
+# own knobs come from zoo.tuning.router_knobs.
+SEARCH_SPACES = {method: {"model.init_args.lr": Float(3e-4, 3e-3, log=True)} for method in ("timemode", "dense")}
+# The router x task table's row: the pre-training corpus at length 24, a third of the benchmark's steps (1,000 of
+# 3,000, warm-up 100) and no fine-tuning mode (the table ranks on in-domain MDD). Estimated from the benchmark's
+# records (688 s a TimeMoDE run): ~3.7 h for 8 routers + the dense twin, 2 trials + 3 seeds each.
+MATRIX = MatrixRow(
+    row="timemode/corpus/24",
+    dense="dense/corpus/24",
+    trials=2,
+    overrides=(
+        "--trainer.max_steps=1000",
+        "--trainer.val_check_interval=250",
+        "--model.init_args.warmup_steps=100",
+        "--model.init_args.finetune_steps=0",
+    ),
+)
+
+
 TIMEMODE = TaskSpec(
     name="timemode",
     description="TimeMoDE (ICML 2026): DiT with domain-prompt + timestep-aware MoE FFNs, pre-trained on 13 domains, "
@@ -164,4 +184,6 @@ TIMEMODE = TaskSpec(
     benchmarks={"timemode-speed": "zoo_tasks.timeseries.generation.bench:main"},
     targets=TARGETS,
     benchmark=ROWS,
+    search_spaces=SEARCH_SPACES,
+    matrix=MATRIX,
 )
