@@ -3,9 +3,10 @@
 The model needs the ``detection`` extra and mmcv with compiled ops: ``scripts/install_detection.sh``.
 
 Budget (issue 23: the whole grid under 8 h on this 2-core machine, resumable): one training step of DroneDINO at
-320x320, batch 4, 2+2 layers, 100 queries took 18-23 s on the shared machine (load ~12; leaderboard/notes/dronedino.md),
-so each of the 8 rows gets ``STEPS`` optimizer steps (about 1 epoch of IR+RGB) and one seed: every row is reduced,
-and from-scratch backbones at this budget are far from the AP50 >= 0.30 target (see the notes).
+320x320, batch 4, 2+2 layers, 100 queries took 18-23 s when first timed on a shared machine (load ~12), so each of
+the 8 rows gets ``STEPS`` optimizer steps (about 1 epoch of IR+RGB) and one seed: every row is reduced, and
+from-scratch backbones at this budget are far from the AP50 >= 0.30 target. On one idle core a step takes ~4.9 s
+with validation (the 10-epoch HIT-UAV sizing run); the next grid is sized from that (leaderboard/notes/dronedino.md).
 """
 
 from __future__ import annotations
