@@ -1,7 +1,7 @@
 """Extra leaderboard tables for SPHERE: the issue's targets that need more than a cell mean (the 1.5x success
-ratio, r_e higher at every stage boundary, the speed ratio), the success matrix per stage, r_e(K) per stage,
-routing load per task and speed, all read from the records' ``extra`` (see ``ContinualPPO.extra_results``) and
-the newest ``zoo bench sphere --leaderboard`` file.
+ratio, r_e higher at every stage boundary, the speed ratio), the success matrix per stage, r_e(K) per stage (a
+table, every seed, and a figure), routing load per task and speed, all read from the records' ``extra`` (see
+``ContinualPPO.extra_results``) and the newest ``zoo bench sphere --leaderboard`` file.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
+from pathlib import Path
 
 from zoo.leaderboard.record import results_dir
 from zoo.leaderboard.render import fmt_value
@@ -77,7 +78,24 @@ def target_lines(by_method: dict[str, list]) -> list[str]:
         else:
             ok, ours = None, "needs SPHERE and MoE PPO runs"
         lines.append(f"| SPHERE r_e(K) > MoE PPO's at every stage boundary | {ds} | {ours} | {_mark(ok)} |")
+        paired = _paired_rank_wins(sphere, moe)
+        if paired is not None:
+            wins, n = paired
+            lines.append(
+                f"| the same, seed by seed (paired) | {ds} | {wins} of {n} seeds above at every boundary | "
+                f"{_mark(wins == n)} |"
+            )
     return lines
+
+
+def _paired_rank_wins(sphere, moe) -> tuple[int, int] | None:
+    """(seeds on which SPHERE's r_e(K) is above MoE PPO's at every stage boundary, seeds both have run)."""
+    moe_by_seed = {r.seed: stage_ranks(r.extra or {}) for r in moe}
+    pairs = [(stage_ranks(r.extra or {}), moe_by_seed.get(r.seed)) for r in sphere]
+    pairs = [(a, b) for a, b in pairs if a and b and len(a) == len(b)]
+    if not pairs:
+        return None
+    return sum(all(x > y for x, y in zip(a, b)) for a, b in pairs), len(pairs)
 
 
 def _stage_mean(curves: list[list[float]]) -> list[float]:
@@ -121,8 +139,72 @@ def bench_lines(latest: tuple[str, dict] | None) -> list[str]:
     return lines
 
 
-def sphere_tables(records) -> str:
-    """Markdown: targets needing more than a cell mean, success matrices, r_e per stage, routing by task, speed."""
+def per_seed_lines(by_method: dict[str, list]) -> list[str]:
+    """One row per sequence run (rows with more than one task): success on each task at its own stage (the
+    success matrix's diagonal), after the last task, the final average, forgetting and r_e(K) per stage."""
+    rows = []
+    for method, recs in sorted(by_method.items()):
+        for rec in sorted(recs, key=lambda r: (r.dataset, r.seed)):
+            matrix = (rec.extra or {}).get("success_matrix") or []
+            if len(matrix) < 2:
+                continue
+            diagonal = " ".join(f"{matrix[i][i]:.1f}" for i in range(len(matrix)))
+            final = " ".join(f"{v:.1f}" for v in matrix[-1])
+            ranks = ", ".join(f"{v:.1f}" for v in stage_ranks(rec.extra or {})) or "—"
+            rows.append(
+                f"| {method} | {rec.seed} | {diagonal} | {final} | {fmt_value(rec.metrics.get('test/avg_success'), 2)} "
+                f"| {fmt_value(rec.metrics.get('test/forgetting'), 2)} | {ranks} |"
+            )
+    if not rows:
+        return []
+    return [
+        "## Every sequence run",
+        "",
+        "Success at each task's own stage, success on each task after the last one, their mean, forgetting, and the"
+        " actor's r_e(K) at each stage boundary; tasks in sequence order.",
+        "",
+        "| method | seed | success at own stage | success after the last task | final average | forgetting | r_e(K) "
+        "per stage |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
+def rank_figure(by_method: dict[str, list], results: Path) -> list[str]:
+    """r_e(K) at each stage boundary of the sequence rows, one line per method (mean over seeds) with each seed as
+    a dot, drawn into ``results/figures``; drawn only into a checkout that holds this task's records."""
+    curves = {
+        method: [stage_ranks(r.extra or {}) for r in recs if len((r.extra or {}).get("success_matrix") or []) > 1]
+        for method, recs in sorted(by_method.items())
+    }
+    curves = {m: [c for c in cs if c] for m, cs in curves.items() if any(cs)}
+    if not results.is_dir() or not curves:
+        return []
+    from zoo.utils.figures import pyplot, save_figure
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    for i, (method, cs) in enumerate(curves.items()):
+        color = f"C{i}"
+        for c in cs:
+            ax.plot(range(1, len(c) + 1), c, "o", color=color, alpha=0.35, markersize=4)
+        mean = _stage_mean(cs)
+        if mean:
+            ax.plot(range(1, len(mean) + 1), mean, "-", color=color, label=f"{method} (n={len(cs)})")
+    ax.set_xlabel("stage boundary (after task k)")
+    ax.set_ylabel("r_e(K), actor NTK")
+    ax.set_xticks(range(1, max(len(c) for cs in curves.values() for c in cs) + 1))
+    ax.legend(fontsize=7)
+    rel = "figures/effective_rank_by_stage.png"
+    save_figure(fig, results / rel)
+    return [f"![r_e(K) at each stage boundary](results/sphere/{rel})", ""]
+
+
+def sphere_tables(records, results: Path | None = None) -> str:
+    """Markdown: targets needing more than a cell mean, success matrices, r_e per stage (table, every run, figure
+    drawn into ``results``, default this checkout's ``leaderboard/results/sphere``), routing by task, speed."""
+    results = results_dir("sphere") if results is None else Path(results)
     lines = bench_lines(_latest_bench())
     if not records:
         return "\n".join(lines) + "\n" if lines else ""
@@ -155,6 +237,7 @@ def sphere_tables(records) -> str:
         for ds in sorted({r.dataset for r in recs}):
             curve = _stage_mean([stage_ranks(r.extra or {}) for r in recs if r.dataset == ds])
             lines.append(f"| {method} | {ds} | {', '.join(f'{v:.1f}' for v in curve) or '—'} |")
+    lines += ["", *rank_figure(by_method, results), *per_seed_lines(by_method)]
     routing = []
     for method, recs in sorted(by_method.items()):
         for rec in sorted(recs, key=lambda r: (r.dataset, r.seed)):

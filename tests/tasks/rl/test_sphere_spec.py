@@ -79,7 +79,7 @@ def _extra(matrix, ranks, loads):
     }
 
 
-def test_extra_tables_judge_the_success_ratio_and_the_rank_at_every_stage():
+def test_extra_tables_judge_the_success_ratio_and_the_rank_at_every_stage(tmp_path):
     ds = "seq"
     recs = [
         make_record("sphere", "SPHERE", ds, {"test/avg_success": 0.6}, seed=0,
@@ -87,7 +87,7 @@ def test_extra_tables_judge_the_success_ratio_and_the_rank_at_every_stage():
         make_record("sphere", "MoE PPO", ds, {"test/avg_success": 0.3}, seed=0,
                     extra=_extra([[0.8, 0.0], [0.2, 0.4]], [15.0, 19.0], {"a": [0.5, 0.5], "b": [0.5, 0.5]})),
     ]  # fmt: skip
-    page = sphere_tables(recs)
+    page = sphere_tables(recs, results=tmp_path)
     assert "| SPHERE avg success ≥ 1.5x MoE PPO's | seq | 0.600 vs 0.300 = 2.00x (n=1, 1) | ✓ |" in page
     assert "| SPHERE r_e(K) > MoE PPO's at every stage boundary | seq | 20.0 vs 15.0, 18.0 vs 19.0 | ✗ |" in page
     assert "| a | 0.90 | 0.10 |" in page and "| SPHERE | 0 | 1.00 |" in page and "| MoE PPO | 0 | 0.00 |" in page
@@ -96,8 +96,24 @@ def test_extra_tables_judge_the_success_ratio_and_the_rank_at_every_stage():
     assert load_spread({"a": [1, 0]}) is None
 
 
-def test_targets_are_judged_only_where_sphere_or_moe_ppo_ran():
+def test_targets_are_judged_only_where_sphere_or_moe_ppo_ran(tmp_path):
     single = make_record("sphere", SINGLE, "a alone", {"test/avg_success": 0.9}, extra=_extra([[0.9]], [20.0], {}))
-    page = sphere_tables([single])
+    page = sphere_tables([single], results=tmp_path)
     assert "a alone | needs" not in page  # a single-task row is no place for the SPHERE vs MoE PPO targets
     assert "| the sequence | needs SPHERE and MoE PPO runs | not yet judged |" in page
+
+
+def test_every_sequence_run_gets_a_row_and_the_rank_target_is_also_judged_seed_by_seed(tmp_path):
+    ds = "seq"
+    moe = [([19.0, 10.0], 0), ([15.0, 12.0], 1)]
+    sphere = [([20.0, 11.0], 0), ([14.0, 13.0], 1)]  # above on seed 0 at both boundaries, not on seed 1
+    recs = [
+        make_record("sphere", name, ds, {"test/avg_success": 0.5, "test/forgetting": 0.25}, seed=seed,
+                    extra=_extra([[0.8, 0.0], [0.6, 0.4]], ranks, {}))
+        for name, runs in (("SPHERE", sphere), ("MoE PPO", moe)) for ranks, seed in runs
+    ]  # fmt: skip
+    page = sphere_tables(recs, results=tmp_path)
+    assert "| the same, seed by seed (paired) | seq | 1 of 2 seeds above at every boundary | ✗ |" in page
+    assert "| SPHERE | 1 | 0.8 0.4 | 0.6 0.4 | 0.50 | 0.25 | 14.0, 13.0 |" in page
+    assert (tmp_path / "figures" / "effective_rank_by_stage.png").stat().st_size > 0
+    assert "](results/sphere/figures/effective_rank_by_stage.png)" in page
