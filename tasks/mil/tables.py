@@ -11,6 +11,7 @@ import math
 import statistics
 from collections import defaultdict
 
+from zoo.bench.provenance import machine_phrase
 from zoo.registry import repository_root
 from zoo_tasks.mil.spec import AGGREGATORS, DATASETS, PROJECTIONS, REPEATS, method_name
 
@@ -114,14 +115,6 @@ def mammoth_tables(records: list) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _machine(info: dict | str | None) -> str:
-    """``zoo.runinfo.machine()``'s dict (or an older file's string) as one phrase."""
-    if not isinstance(info, dict):
-        return info or "?"
-    text = f"{info.get('cpu', '?')}, {info.get('cores', '?')} cores, {info.get('torch_threads', '?')} torch thread(s)"
-    return text + (f", {info['gpu']}" if info.get("gpu") else "")
-
-
 def _bench_lines() -> list[str]:
     path = repository_root() / BENCH_FILE
     if not path.exists():
@@ -142,6 +135,6 @@ def _bench_lines() -> list[str]:
             f"| {r['ours_epoch_s'] / r['package_epoch_s']:.2f} | {r['ours_params']} | {r['package_params']} |"
         )
     lines.append(
-        f"\nMachine: {_machine(bench.get('machine'))}; torch {bench.get('torch', '?')}; {bench.get('note', '')}"
+        f"\nMachine: {machine_phrase(bench.get('machine'))}; torch {bench.get('torch', '?')}; {bench.get('note', '')}"
     )
     return lines

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
 import warnings
 from pathlib import Path
+
+from zoo.bench.provenance import provenance
 
 METHODS = {"dense": ("dense", "none"), "moe": ("moe", "none"), "sphere": ("moe", "sphere")}
 
@@ -128,12 +129,7 @@ def run(args: argparse.Namespace) -> dict:
         for r in results.values():
             r["ratio_vs_dense"] = r["env_steps_per_s"] / base
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "leaderboard")}
-    return {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "settings": settings,
-        "machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch thread(s)",
-        "results": results,
-    }
+    return {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "settings": settings, **provenance(), "results": results}
 
 
 def output_path(args: argparse.Namespace) -> Path:

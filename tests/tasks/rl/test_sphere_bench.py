@@ -3,6 +3,7 @@
 import json
 
 from zoo_tasks.rl.continual.bench import env_speed, main
+from zoo_tasks.rl.continual.tables import bench_lines
 
 
 def test_bench_times_every_method_and_writes_ratios(tmp_path):
@@ -16,6 +17,12 @@ def test_bench_times_every_method_and_writes_ratios(tmp_path):
         assert r["runs"][0]["env_steps"] == 32 and r["env_steps_per_s"] > 0 and r["env_steps_per_wall_s"] > 0
     assert results["moe"]["actor_params"] > results["dense"]["actor_params"]
     assert bench["settings"]["dispatch"] == "sparse"
+    # provenance beside the numbers, as on a leaderboard record
+    assert bench["commit"] and bench["versions"]["torch"] and bench["machine"]["torch_threads"] == 1
+    page = "\n".join(bench_lines(("bench.json", bench)))
+    assert f"Commit {bench['commit'][:12]}" in page and "torch thread(s)" in page
+    sphere_row = next(line for line in page.splitlines() if line.startswith("| sphere |"))
+    assert sphere_row.endswith("x |  |")  # the speed target is MoE PPO's: SPHERE's ratio is shown, not judged
 
 
 def test_env_speed_covers_cw10():
