@@ -4,12 +4,21 @@ files differ from it), the package versions and the machine (CPU model, cores, t
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
+
 from zoo.runinfo import git_commit, machine, package_versions
 
 
-def provenance() -> dict[str, object]:
-    """{"commit": str, "versions": {package: version}, "machine": {"cpu", "cores", "torch_threads", ...}}."""
-    return {"commit": git_commit(), "versions": package_versions(), "machine": machine()}
+def provenance(*packages: str) -> dict[str, object]:
+    """{"commit": str, "versions": {package: version}, "machine": {"cpu", "cores", "torch_threads", ...}}; ``packages``
+    adds the versions of a benchmark's own dependencies that ``zoo.runinfo`` does not track (installed ones only)."""
+    versions = dict(package_versions())
+    for name in packages:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    return {"commit": git_commit(), "versions": versions, "machine": machine()}
 
 
 def machine_phrase(info: dict | str | None) -> str:

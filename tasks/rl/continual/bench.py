@@ -129,7 +129,8 @@ def run(args: argparse.Namespace) -> dict:
         for r in results.values():
             r["ratio_vs_dense"] = r["env_steps_per_s"] / base
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "leaderboard")}
-    return {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "settings": settings, **provenance(), "results": results}
+    date = time.strftime("%Y-%m-%d %H:%M:%S")
+    return {"date": date, "settings": settings, **provenance("metaworld"), "results": results}
 
 
 def output_path(args: argparse.Namespace) -> Path:

@@ -18,7 +18,8 @@ def test_bench_times_every_method_and_writes_ratios(tmp_path):
     assert results["moe"]["actor_params"] > results["dense"]["actor_params"]
     assert bench["settings"]["dispatch"] == "sparse"
     # provenance beside the numbers, as on a leaderboard record
-    assert bench["commit"] and bench["versions"]["torch"] and bench["machine"]["torch_threads"] == 1
+    assert bench["commit"] and bench["versions"]["torch"] and bench["versions"]["metaworld"]
+    assert bench["machine"]["torch_threads"] == 1
     page = "\n".join(bench_lines(("bench.json", bench)))
     assert f"Commit {bench['commit'][:12]}" in page and "torch thread(s)" in page
     sphere_row = next(line for line in page.splitlines() if line.startswith("| sphere |"))
