@@ -69,3 +69,23 @@ def test_matrix_page_says_which_routers_beat_the_dense_twin_beyond_one_standard_
     assert "- u: not enough cells run" in page
     tie = render_matrix(cell("dense", [0.8, 0.9]) + cell("topk", [0.85, 0.95]), {"t": ("test/acc", True)}, ["topk"], {})
     assert "- t: **no router beats the dense twin**; none is behind it" in tie
+
+
+def test_a_cell_reads_its_tuning_back_from_records_of_the_current_code():
+    """On a new machine the study under runs/ is gone: the cell's remaining seeds reuse the recorded choice (the
+    same config as its recorded seeds), unless the code changed since or the study had fewer trials."""
+    from zoo.cli.matrix import recorded_tuning
+    from zoo.code_closure import closure_hash, run_roots
+
+    tuning = dict(params={"model.init_args.lr": 0.01}, overrides=["--model.init_args.lr=0.01"], value=0.9)
+    tuning.update(metric="val/acc", direction="maximize", trials=4, pruned=0, space="lr", seed=1000, study="s")
+    current = closure_hash(run_roots({}))
+
+    def rec(seed, source_hash, trials=4, method="topk"):
+        extra = {"tuning": {**tuning, "trials": trials}}
+        return make_record("router_matrix", method, "t", {"test/acc": 0.8}, seed, source_hash=source_hash, extra=extra)
+
+    assert recorded_tuning([rec(0, current)], "t", "topk", 4).overrides == ["--model.init_args.lr=0.01"]
+    assert recorded_tuning([rec(0, "older code")], "t", "topk", 4) is None
+    assert recorded_tuning([rec(0, current, trials=2)], "t", "topk", 4) is None  # a smaller study: tune again
+    assert recorded_tuning([rec(0, current, method="soft")], "t", "topk", 4) is None

@@ -55,6 +55,25 @@ def _cells(spec: TaskSpec, routers: list[str]):
         yield router, moe, router
 
 
+def recorded_tuning(records, task: str, label: str, trials: int):
+    """The ``TuneResult`` a cell's existing records were tested with, when the code that wrote them is the code
+    installed now (``written_by_current_code``) and their study had at least ``trials`` trials; else None.
+
+    The study lives under ``runs/`` and is gone on another machine: re-tuning there would spend the cell's trials
+    again and could choose other values than its recorded seeds were run with. Reading the choice back keeps every
+    seed of a cell on one tuned config."""
+    from zoo.leaderboard.provenance import written_by_current_code
+    from zoo.tuning.study import TuneResult
+
+    for rec in records:
+        tuning = (rec.extra or {}).get("tuning")
+        if rec.dataset != task or rec.method != label or not tuning or tuning.get("trials", 0) < trials:
+            continue
+        if written_by_current_code(rec):
+            return TuneResult(**tuning)
+    return None
+
+
 def _probe(spec: TaskSpec, row, router: str, runs: Path) -> str | None:
     """None when the task's model builds with ``router``; else the one-line reason it refuses."""
     from zoo.tuning.study import direction_of
@@ -114,7 +133,8 @@ def matrix_main(argv: list[str]) -> int:
         refuse_dirty_tree()
     runs = ns.runs or repository_root() / "runs"
     leaderboard = ns.leaderboard or repository_root() / "leaderboard"
-    done = {rec.key() for rec in read_records(MATRIX_TASK, leaderboard)}
+    records = read_records(MATRIX_TASK, leaderboard)
+    done = {rec.key() for rec in records}
     skipped = read_not_applicable(leaderboard)
     failures = 0
     for spec in matrix_specs(ns.only):
@@ -137,7 +157,11 @@ def matrix_main(argv: list[str]) -> int:
                     print(f"  n/a: {reason}", flush=True)
                     write_not_applicable(spec.name, router, reason, leaderboard)
                     continue
-            tuned = tune_row(spec, row, matrix.trials, router, tuple(matrix.overrides), runs=runs, wait=True)
+            tuned = recorded_tuning(records, spec.name, label, matrix.trials)
+            if tuned is not None:
+                print(f"  tuning read back from the cell's records: {' '.join(tuned.overrides)}", flush=True)
+            else:
+                tuned = tune_row(spec, row, matrix.trials, router, tuple(matrix.overrides), runs=runs, wait=True)
             for seed, fold in todo:
                 key = record_key(label, spec.name, seed, fold)
                 run_dir = runs / "reproduce" / MATRIX_TASK / f"{spec.name}__{key}"
