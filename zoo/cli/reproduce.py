@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import time
 import traceback
 from pathlib import Path
 
@@ -234,6 +235,11 @@ def refuse_dirty_tree() -> None:
         )
 
 
+# Pages are regenerated from all of a task's records (a few seconds for MAMMOTH's 2,250): after a run only when this
+# long has passed since the last write, and always at the end; `zoo render TASK` rebuilds them from the records.
+PAGE_INTERVAL_S = 120.0
+
+
 def _write_pages(spec: TaskSpec, leaderboard: Path) -> Path:
     page = leaderboard / f"{spec.name}.md"
     page.write_text(render_task(spec, read_records(spec.name, leaderboard)))
@@ -293,6 +299,7 @@ def reproduce_main(argv: list[str]) -> int:
             print(_dry_run_line(row, seed, fold, runs_dir, record_file))
         return 0
     failures, failed = 0, []
+    pages_written = time.monotonic()
     for i, (row, seed, fold) in enumerate(todo, 1):
         key = record_key(row.method, row.dataset, seed, fold)
         run_dir = runs_dir / key
@@ -327,7 +334,9 @@ def reproduce_main(argv: list[str]) -> int:
         finally:
             lock.release()
         print(f"  {record.metrics}  ({record.wall_time_s:.1f} s) -> {results_dir(spec.name, leaderboard)}", flush=True)
-        _write_pages(spec, leaderboard)
+        if time.monotonic() - pages_written >= PAGE_INTERVAL_S:
+            _write_pages(spec, leaderboard)
+            pages_written = time.monotonic()
     print(_write_pages(spec, leaderboard))
     if failed:
         print(f"zoo reproduce {spec.name}: {len(failed)} runs failed, no record written: {', '.join(failed)}")
