@@ -1,24 +1,16 @@
 """What a benchmark file must say about the run that wrote it, beside its numbers: the commit (``+dirty`` when source
-files differ from it), the package versions and the machine (CPU model, cores, torch threads), from the same
-``zoo.runinfo`` functions that stamp leaderboard records."""
+files differ from it), the package versions and the machine (CPU model, cores, torch threads), from the same functions
+that stamp leaderboard records (``zoo.runinfo``, ``zoo.leaderboard.versions``)."""
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from zoo.leaderboard.versions import run_versions
+from zoo.runinfo import git_commit, machine
 
-from zoo.runinfo import git_commit, machine, package_versions
 
-
-def provenance(*packages: str) -> dict[str, object]:
-    """{"commit": str, "versions": {package: version}, "machine": {"cpu", "cores", "torch_threads", ...}}; ``packages``
-    adds the versions of a benchmark's own dependencies that ``zoo.runinfo`` does not track (installed ones only)."""
-    versions = dict(package_versions())
-    for name in packages:
-        try:
-            versions[name] = version(name)
-        except PackageNotFoundError:
-            pass
-    return {"commit": git_commit(), "versions": versions, "machine": machine()}
+def provenance() -> dict[str, object]:
+    """{"commit": str, "versions": {package: version}, "machine": {"cpu", "cores", "torch_threads", ...}}."""
+    return {"commit": git_commit(), "versions": run_versions(), "machine": machine()}
 
 
 def machine_phrase(info: dict | str | None) -> str:

@@ -132,7 +132,8 @@ def _read_result(run_dir: Path) -> dict | None:
 def evaluate_one(args: list[str], seed: int, fold: int | None, run_dir: Path) -> dict:
     """Fit then test one (seed, fold) with ``zoo reproduce``'s machinery; its result (written to ``result.json``)."""
     from zoo.cli.fit_test import fit_and_test
-    from zoo.runinfo import git_commit, machine, package_versions
+    from zoo.leaderboard.versions import run_versions
+    from zoo.runinfo import git_commit, machine
 
     run_args = [*args, "--seed_everything", str(seed)]
     if fold is not None:
@@ -143,7 +144,7 @@ def evaluate_one(args: list[str], seed: int, fold: int | None, run_dir: Path) ->
         "fold": fold,
         **asdict(result),
         "commit": git_commit(),
-        "versions": package_versions(),
+        "versions": run_versions(),
         "machine": machine(),
     }
     _write_json(run_dir / RESULT, record)

@@ -24,8 +24,9 @@ from zoo.errors import ConfigError
 from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, results_dir, write_record
 from zoo.leaderboard.render import render_index, render_task
 from zoo.leaderboard.settings import SETTINGS_KEY, is_current, row_args, settings_fingerprint
+from zoo.leaderboard.versions import run_versions
 from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
-from zoo.runinfo import dirty_sources, git_commit, machine, package_versions
+from zoo.runinfo import dirty_sources, git_commit, machine
 
 
 def add_threads_option(p: argparse.ArgumentParser) -> None:
@@ -125,7 +126,7 @@ def record_of(
         seed=seed,
         fold=fold,
         config=result.config,
-        versions=package_versions(),
+        versions=run_versions(),
         wall_time_s=result.wall_time_s,
         commit=git_commit(),
         machine=machine(),

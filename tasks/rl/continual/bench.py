@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> dict:
             r["ratio_vs_dense"] = r["env_steps_per_s"] / base
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "leaderboard")}
     date = time.strftime("%Y-%m-%d %H:%M:%S")
-    return {"date": date, "settings": settings, **provenance("metaworld"), "results": results}
+    return {"date": date, "settings": settings, **provenance(), "results": results}
 
 
 def output_path(args: argparse.Namespace) -> Path:
