@@ -89,3 +89,6 @@ def test_a_cell_reads_its_tuning_back_from_records_of_the_current_code():
     assert recorded_tuning([rec(0, "older code")], "t", "topk", 4) is None
     assert recorded_tuning([rec(0, current, trials=2)], "t", "topk", 4) is None  # a smaller study: tune again
     assert recorded_tuning([rec(0, current, method="soft")], "t", "topk", 4) is None
+    odd = rec(0, current)
+    odd.extra["tuning"]["renamed_field"] = 1  # a TuneResult of another version: tune again, do not crash
+    assert recorded_tuning([odd], "t", "topk", 4) is None

@@ -70,7 +70,10 @@ def recorded_tuning(records, task: str, label: str, trials: int):
         if rec.dataset != task or rec.method != label or not tuning or tuning.get("trials", 0) < trials:
             continue
         if written_by_current_code(rec):
-            return TuneResult(**tuning)
+            try:
+                return TuneResult(**tuning)
+            except TypeError:  # written by another version of TuneResult: tune again
+                return None
     return None
 
 
