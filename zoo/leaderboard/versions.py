@@ -40,10 +40,17 @@ def _candidates() -> frozenset[str]:
     return frozenset(names)
 
 
+@cache
+def _distributions_by_module() -> dict[str, list[str]]:
+    """Top-level module -> distributions providing it: a scan of every installed distribution (~0.3 s), done once
+    per process, not once per record."""
+    return packages_distributions()
+
+
 def run_versions() -> dict[str, str]:
     """``package_versions()`` plus the loaded distributions among ``_candidates()``, sorted by name."""
     found = dict(package_versions())
-    by_module = packages_distributions()
+    by_module = _distributions_by_module()
     modules = {m.partition(".")[0] for m in list(sys.modules)}
     loaded = {_name(d) for module in modules for d in by_module.get(module, [])}
     for dist in sorted(loaded & _candidates()):
