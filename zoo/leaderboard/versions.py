@@ -9,10 +9,12 @@ process that runs many rows (``zoo reproduce``) that is what the process has loa
 
 from __future__ import annotations
 
-import re
 import sys
 from functools import cache
 from importlib.metadata import PackageNotFoundError, packages_distributions, requires, version
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from zoo.runinfo import package_versions
 
@@ -20,8 +22,8 @@ PROJECT = "moe-zoo"
 
 
 def _name(requirement: str) -> str:
-    """The normalised distribution name of a requirement string (PEP 503: lower case, runs of -_. as -)."""
-    return re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement.strip()).group(0)).lower()
+    """The normalised (PEP 503) distribution name of a requirement string such as ``"mmdet>=3; extra == 'x'"``."""
+    return canonicalize_name(Requirement(requirement).name)
 
 
 @cache
