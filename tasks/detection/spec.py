@@ -2,11 +2,13 @@
 
 The model needs the ``detection`` extra and mmcv with compiled ops: ``scripts/install_detection.sh``.
 
-Budget (issue 23: the whole grid under 8 h on this 2-core machine, resumable): one training step of DroneDINO at
-320x320, batch 4, 2+2 layers, 100 queries took 18-23 s when first timed on a shared machine (load ~12), so each of
-the 8 rows gets ``STEPS`` optimizer steps (about 1 epoch of IR+RGB) and one seed: every row is reduced, and
-from-scratch backbones at this budget are far from the AP50 >= 0.30 target. On one idle core a step takes ~4.9 s
-with validation (the 10-epoch HIT-UAV sizing run); the next grid is sized from that (leaderboard/notes/dronedino.md).
+Budget (issue 23: the whole grid under 8 h on this 2-core machine, resumable). Measured on one core: a step takes
+~4.9 s with validation for per-task DINO and 6-10 s for the MoE rows (leaderboard/notes/dronedino.md). Each of the
+8 rows trains ``EPOCHS`` epochs (an epoch is every training image of the row's tasks once: 102 batches of 4 for
+HIT-UAV, 61 for the RGB set, 163 for IR+RGB and for the 4:1 mix) with mmdet's DINO recipe shrunk to that length:
+left-right flips, and the learning rate x 0.1 for the last epoch (mmdet: after epoch 11 of 12). About 14 h of one
+core in all, so ~7 h with two processes (``zoo reproduce dronedino --interleave`` twice); one seed per row. Every row
+is reduced: from-scratch backbones at 6 epochs, where the paper fine-tunes pretrained ones for 12+.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from zoo.leaderboard.targets import AtLeast, BeatsOnAverage
 from zoo.registry import BenchmarkRow, TaskSpec
 
-STEPS = 150
+EPOCHS = 6
 UNIFIED = "IR+RGB"
 IMBALANCED = "IR+RGB 4:1"
 QUICK = (
@@ -34,7 +36,10 @@ ANCHOR_SOURCE = (
     "another scale and dataset: DINO-4scale R50 on COCO, 12 epochs (mmdet 3.3 model zoo, 49.0 AP); "
     "DINO R50 on VisDrone2019-DET (23.6 AP, as cited by issue 23)"
 )
-NOTE = f"{STEPS} steps (~1 epoch), 320 px, ResNet-18 from scratch, 2+2 layers; paper: pretrained backbones, 12+ epochs"
+NOTE = (
+    f"{EPOCHS} epochs (lr x 0.1 for the last), 320 px, ResNet-18 from scratch, 2+2 layers; "
+    "paper: pretrained backbones, 12+ epochs"
+)
 
 
 def _row(method: str, dataset: str, config: str, extra: tuple[str, ...] = (), note: str = "", **kw) -> BenchmarkRow:
@@ -42,7 +47,15 @@ def _row(method: str, dataset: str, config: str, extra: tuple[str, ...] = (), no
         method=method,
         dataset=dataset,
         config=config,
-        overrides=("--trainer.max_steps", str(STEPS), "--trainer.max_epochs", "100", *extra),
+        overrides=(
+            "--trainer.max_epochs",
+            str(EPOCHS),
+            "--trainer.max_steps",
+            "-1",
+            "--model.init_args.lr_drop_epochs",
+            f"[{EPOCHS - 1}]",
+            *extra,
+        ),
         seeds=(0,),
         quick_overrides=QUICK,
         reduced=True,
