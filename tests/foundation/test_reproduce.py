@@ -149,3 +149,27 @@ def test_a_run_that_raises_is_reported_in_one_line_and_the_grid_goes_on(zoo_env,
     assert sorted(p.name for p in results.glob("*.json")) == ["dense__digits__seed0.json", "moe__digits__seed0.json"]
     again = run_zoo([*args, "--dry-run"], zoo_env, tmp_path)
     assert "1 runs to do" in again.stdout  # the failed run is still to do, the others are recorded
+
+
+def test_verify_reruns_a_record_and_fails_when_a_metric_moved(zoo_env, tmp_path):
+    board, runs = tmp_path / "board", tmp_path / "runs"
+    base = ["reproduce", "toy", "--leaderboard", str(board), "--runs", str(runs)]
+    assert run_zoo([*base, "--only", "dense", "--allow-dirty", "--threads", "1"], zoo_env, tmp_path).returncode == 0
+    path = board / "results" / "toy" / "dense__digits__seed0.json"
+    recorded = json.loads(path.read_text())
+
+    same = run_zoo([*base, "--verify", "dense__digits__seed0"], zoo_env, tmp_path)
+    assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-3000:]
+    assert "dense__digits__seed0 (recorded at " in same.stdout and "max |Δ| = 0: repeats" in same.stdout
+    assert json.loads(path.read_text()) == recorded  # verifying never rewrites the record
+    assert len(list((runs / "verify" / "toy" / "dense__digits__seed0").iterdir())) == 1  # a fresh run folder
+
+    recorded["metrics"]["test/acc"] -= 0.25
+    path.write_text(json.dumps(recorded))
+    moved = run_zoo([*base, "--verify", str(path)], zoo_env, tmp_path)
+    assert moved.returncode == 1 and "DIFFERS (tolerance 1e-06)" in moved.stdout
+    assert "max |Δ| = 0.25" in moved.stdout
+
+    unknown = run_zoo([*base, "--verify", "dense__digits__seed7"], zoo_env, tmp_path)
+    assert unknown.returncode != 0 and "Traceback" not in unknown.stdout + unknown.stderr
+    assert "no record" in unknown.stdout + unknown.stderr

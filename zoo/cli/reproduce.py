@@ -82,6 +82,15 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write records although source files are uncommitted or untracked (the records say so)",
     )
+    p.add_argument(
+        "--verify",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="re-run this recorded run (its file stem or path; repeatable) with its threads and tuned values, "
+        "compare every metric with the record, write no record (zoo.cli.verify)",
+    )
+    p.add_argument("--tolerance", type=float, default=1e-6, help="with --verify: largest |Δ| that counts as repeating")
     add_threads_option(p)
     p.add_argument("--leaderboard", type=Path, default=None, help="leaderboard folder (default: the repo's)")
     p.add_argument("--runs", type=Path, default=None, help="folder for logs and checkpoints (default: runs/)")
@@ -269,6 +278,11 @@ def reproduce_main(argv: list[str]) -> int:
     ns = _parser().parse_args(argv)
     spec = get_task(ns.task)
     set_threads(ns.threads)
+    if ns.verify:
+        from zoo.cli.verify import verify_main
+
+        board = ns.leaderboard or repository_root() / "leaderboard"
+        return verify_main(spec, ns.verify, board, ns.runs or repository_root() / "runs", ns.tolerance)
     if not ns.quick and not ns.dry_run and not ns.allow_dirty:
         refuse_dirty_tree()
     runs_root = ns.runs or repository_root() / "runs"

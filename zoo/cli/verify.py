@@ -1,0 +1,98 @@
+"""``zoo reproduce TASK --verify KEY``: re-run recorded rows with the installed code and compare with their records.
+
+A record is only worth publishing if its row repeats. For each record (its file stem, e.g.
+``ABMIL__MUSK1__seed0__fold3``, or its path) this runs the row's (seed, fold) again with the record's thread count
+and tuned values into a fresh folder under ``runs/verify/`` (never resuming, never writing a record), then prints
+the recorded and the new value of every metric and the largest difference. It also says what differs between the
+record's run and this one (source fingerprint, CPU model), since those are what may legitimately move CPU float
+sums: a record written by other code, or on another CPU model, is not expected to repeat to the last bit.
+Exit status 1 when a metric differs by more than ``--tolerance``.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from zoo.cli.fit_test import fit_and_test
+from zoo.errors import ConfigError
+from zoo.leaderboard.provenance import written_by_current_code
+from zoo.leaderboard.record import RunRecord, record_key, record_path
+from zoo.leaderboard.settings import row_args
+from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.runinfo import machine
+
+
+def _row_of(spec: TaskSpec, record: RunRecord) -> BenchmarkRow:
+    stem = record.key()
+    for row in spec.benchmark:
+        if record_key(row.method, row.dataset, record.seed, record.fold) == stem:
+            return row
+    raise ConfigError(f"record {stem} is not a benchmark row of {spec.name} (the row was renamed or removed)")
+
+
+def _tuned_overrides(row: BenchmarkRow, record: RunRecord) -> list[str]:
+    """The values a tuned row's record was tested with (never re-tuned: a new study could choose others)."""
+    if not row.tune_trials:
+        return []
+    tuning = (record.extra or {}).get("tuning")
+    if not tuning:
+        raise ConfigError(f"record {record.key()} belongs to a tuned row but holds no tuning: it cannot be re-run")
+    from zoo.tuning.study import TuneResult
+
+    return list(TuneResult(**tuning).overrides)
+
+
+def _differences(record: RunRecord, here: dict) -> list[str]:
+    """What differs between the record's run and this one, among what may change CPU float sums."""
+    out = []
+    current = written_by_current_code(record)
+    if current is False:
+        out.append("the record was written by other code (source fingerprint differs)")
+    elif current is None:
+        out.append("the record has no source fingerprint")
+    if record.machine.get("cpu") != here.get("cpu"):
+        out.append(f"CPU model: record {record.machine.get('cpu')!r}, here {here.get('cpu')!r}")
+    return out
+
+
+def verify_record(spec: TaskSpec, key: str, leaderboard: Path, runs_root: Path) -> tuple[RunRecord, dict[str, float]]:
+    """Re-run the record ``key`` (file stem or path) and return it with its new test metrics."""
+    stem = Path(key).name.removesuffix(".json")
+    path = record_path(spec.name, stem, leaderboard)
+    if not path.exists():
+        raise ConfigError(f"no record {path}")
+    record = RunRecord(**json.loads(path.read_text()))
+    row = _row_of(spec, record)
+    threads = record.machine.get("torch_threads")
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+    args = row_args(spec, row, record.seed, record.fold, False) + _tuned_overrides(row, record)
+    parent = runs_root / "verify" / spec.name / stem
+    parent.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=parent))  # new: never resumes
+    return record, fit_and_test(args, run_dir).metrics
+
+
+def verify_main(spec: TaskSpec, keys: list[str], leaderboard: Path, runs_root: Path, tolerance: float) -> int:
+    here, worst_all = machine(), 0.0
+    for key in keys:
+        record, metrics = verify_record(spec, key, leaderboard, runs_root)
+        common = [m for m in record.metrics if m in metrics]
+        if not common:
+            raise ConfigError(
+                f"the re-run of {record.key()} gave none of its recorded metrics {sorted(record.metrics)}"
+            )
+        worst = max(abs(metrics[m] - record.metrics[m]) for m in common)
+        worst_all = max(worst_all, worst)
+        verdict = "repeats" if worst <= tolerance else f"DIFFERS (tolerance {tolerance:g})"
+        print(f"{record.key()} (recorded at {record.commit[:7]}): max |Δ| = {worst:.3g}: {verdict}")
+        for m in common:
+            print(f"  {m}: recorded {record.metrics[m]:.6g}, re-run {metrics[m]:.6g}")
+        for line in _differences(record, here):
+            print(f"  note: {line}")
+    return 0 if worst_all <= tolerance else 1
