@@ -34,6 +34,9 @@ def test_loss_is_the_reference_weighted_reconstruction_plus_kl():
 
 
 def test_generate_draws_from_each_prompts_posterior_deterministically_and_clipped():
+    # seeded: about 1 in 7 random inits of so small a decoder has every ReLU dead for these prompts, so its output
+    # ignores the draw and the last assert would fail by chance
+    torch.manual_seed(2)
     model = TimeVAE(seq_len=8, hidden_sizes=(4, 8))
     prompts = np.linspace(-1, 1, 24).reshape(3, 8)
     a, b = model.generate(prompts, 10, "g"), model.generate(prompts, 10, "g")
