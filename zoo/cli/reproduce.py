@@ -225,13 +225,21 @@ def report_failed_run(run_dir: Path, key: str, exc: Exception) -> str:
     return f"  FAILED {key}: {type(exc).__name__}: {message} (traceback: {log})"
 
 
+def largest_change(old: dict[str, float], new: dict[str, float]) -> tuple[str, float] | None:
+    """The metric both dicts hold whose value moved most, and ``|Δ|``; None when they share no metric."""
+    common = [m for m in new if m in old]
+    if not common:
+        return None
+    worst = max(common, key=lambda m: abs(new[m] - old[m]))
+    return worst, abs(new[worst] - old[worst])
+
+
 def metric_change(old: RunRecord, new: RunRecord) -> str:
     """``max |Δ| = x (metric)`` over the metrics both records hold, for the log of a re-run."""
-    common = [m for m in new.metrics if m in old.metrics]
-    if not common:
+    change = largest_change(old.metrics, new.metrics)
+    if change is None:
         return "no metric in common with the old record"
-    worst = max(common, key=lambda m: abs(new.metrics[m] - old.metrics[m]))
-    return f"max |Δ| vs the old record = {abs(new.metrics[worst] - old.metrics[worst]):.3g} ({worst})"
+    return f"max |Δ| vs the old record = {change[1]:.3g} ({change[0]})"
 
 
 def refuse_dirty_tree() -> None:

@@ -17,20 +17,13 @@ import time
 from pathlib import Path
 
 from zoo.cli.fit_test import fit_and_test
+from zoo.cli.reproduce import largest_change, set_threads
 from zoo.errors import ConfigError
 from zoo.leaderboard.provenance import written_by_current_code
-from zoo.leaderboard.record import RunRecord, record_key, record_path
-from zoo.leaderboard.settings import row_args
+from zoo.leaderboard.record import RunRecord, record_path
+from zoo.leaderboard.settings import row_args, row_of
 from zoo.registry import BenchmarkRow, TaskSpec
 from zoo.runinfo import machine
-
-
-def _row_of(spec: TaskSpec, record: RunRecord) -> BenchmarkRow:
-    stem = record.key()
-    for row in spec.benchmark:
-        if record_key(row.method, row.dataset, record.seed, record.fold) == stem:
-            return row
-    raise ConfigError(f"record {stem} is not a benchmark row of {spec.name} (the row was renamed or removed)")
 
 
 def _tuned_overrides(row: BenchmarkRow, record: RunRecord) -> list[str]:
@@ -65,12 +58,11 @@ def verify_record(spec: TaskSpec, key: str, leaderboard: Path, runs_root: Path) 
     if not path.exists():
         raise ConfigError(f"no record {path}")
     record = RunRecord(**json.loads(path.read_text()))
-    row = _row_of(spec, record)
+    row = row_of(spec, record)
+    if row is None:
+        raise ConfigError(f"record {stem} is not a benchmark row of {spec.name} (the row was renamed or removed)")
     threads = record.machine.get("torch_threads")
-    if threads:
-        import torch
-
-        torch.set_num_threads(int(threads))
+    set_threads(int(threads) if threads else None)
     args = row_args(spec, row, record.seed, record.fold, False) + _tuned_overrides(row, record)
     parent = runs_root / "verify" / spec.name / stem
     parent.mkdir(parents=True, exist_ok=True)
@@ -82,16 +74,16 @@ def verify_main(spec: TaskSpec, keys: list[str], leaderboard: Path, runs_root: P
     here, worst_all = machine(), 0.0
     for key in keys:
         record, metrics = verify_record(spec, key, leaderboard, runs_root)
-        common = [m for m in record.metrics if m in metrics]
-        if not common:
+        change = largest_change(record.metrics, metrics)
+        if change is None:
             raise ConfigError(
                 f"the re-run of {record.key()} gave none of its recorded metrics {sorted(record.metrics)}"
             )
-        worst = max(abs(metrics[m] - record.metrics[m]) for m in common)
+        worst = change[1]
         worst_all = max(worst_all, worst)
         verdict = "repeats" if worst <= tolerance else f"DIFFERS (tolerance {tolerance:g})"
         print(f"{record.key()} (recorded at {record.commit[:7]}): max |Δ| = {worst:.3g}: {verdict}")
-        for m in common:
+        for m in (m for m in record.metrics if m in metrics):
             print(f"  {m}: recorded {record.metrics[m]:.6g}, re-run {metrics[m]:.6g}")
         for line in _differences(record, here):
             print(f"  note: {line}")

@@ -74,13 +74,18 @@ def overrides_differ(config: dict, args: Sequence[str]) -> bool:
     return False
 
 
+def row_of(spec: TaskSpec, record: RunRecord) -> BenchmarkRow | None:
+    """The benchmark row that ``record`` belongs to (same method and dataset), None when the row is gone."""
+    return next((r for r in spec.benchmark if r.method == record.method and r.dataset == record.dataset), None)
+
+
 def settings_changed(spec: TaskSpec, record: RunRecord) -> bool:
     """Whether ``record`` ran with other settings than its row declares now: its settings hash differs, or (a record
     from before the hash) one of the row's overrides differs from its resolved config. False when its row is gone."""
     recorded = (record.extra or {}).get(SETTINGS_KEY)
     if not recorded and not record.config:
         return False  # nothing to compare
-    row = next((r for r in spec.benchmark if r.method == record.method and r.dataset == record.dataset), None)
+    row = row_of(spec, record)
     if row is None:
         return False
     args = row_args(spec, row, record.seed, record.fold, quick=False)
