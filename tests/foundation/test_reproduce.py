@@ -8,6 +8,7 @@ from zoo_testing import run_zoo
 
 from zoo.cli.reproduce import mark_rerun, set_aside_old_run
 from zoo.cli.run_lock import RunLock
+from zoo.leaderboard.settings import SETTINGS_KEY
 
 
 def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
@@ -163,12 +164,15 @@ def test_verify_reruns_a_record_and_fails_when_a_metric_moved(zoo_env, tmp_path)
     assert "dense__digits__seed0 (recorded at " in same.stdout and "max |Δ| = 0: repeats" in same.stdout
     assert json.loads(path.read_text()) == recorded  # verifying never rewrites the record
     assert len(list((runs / "verify" / "toy" / "dense__digits__seed0").iterdir())) == 1  # a fresh run folder
+    assert "settings changed" not in same.stdout
 
     recorded["metrics"]["test/acc"] -= 0.25
+    recorded["extra"][SETTINGS_KEY] = "written-with-other-settings"
     path.write_text(json.dumps(recorded))
     moved = run_zoo([*base, "--verify", str(path)], zoo_env, tmp_path)
     assert moved.returncode == 1 and "DIFFERS (tolerance 1e-06)" in moved.stdout
     assert "max |Δ| = 0.25" in moved.stdout
+    assert "note: the row's settings changed since the record" in moved.stdout
 
     unknown = run_zoo([*base, "--verify", "dense__digits__seed7"], zoo_env, tmp_path)
     assert unknown.returncode != 0 and "Traceback" not in unknown.stdout + unknown.stderr

@@ -63,17 +63,14 @@ def recorded_tuning(records, task: str, label: str, trials: int):
     again and could choose other values than its recorded seeds were run with. Reading the choice back keeps every
     seed of a cell on one tuned config."""
     from zoo.leaderboard.provenance import written_by_current_code
-    from zoo.tuning.study import TuneResult
+    from zoo.tuning.study import recorded_choice
 
     for rec in records:
-        tuning = (rec.extra or {}).get("tuning")
-        if rec.dataset != task or rec.method != label or not tuning or tuning.get("trials", 0) < trials:
+        tuned = recorded_choice(rec.extra)
+        if rec.dataset != task or rec.method != label or tuned is None or tuned.trials < trials:
             continue
         if written_by_current_code(rec):
-            try:
-                return TuneResult(**tuning)
-            except TypeError:  # written by another version of TuneResult: tune again
-                return None
+            return tuned
     return None
 
 

@@ -4,8 +4,9 @@ A record is only worth publishing if its row repeats. For each record (its file 
 ``ABMIL__MUSK1__seed0__fold3``, or its path) this runs the row's (seed, fold) again with the record's thread count
 and tuned values into a fresh folder under ``runs/verify/`` (never resuming, never writing a record), then prints
 the recorded and the new value of every metric and the largest difference. It also says what differs between the
-record's run and this one (source fingerprint, CPU model), since those are what may legitimately move CPU float
-sums: a record written by other code, or on another CPU model, is not expected to repeat to the last bit.
+record's run and this one: its row's settings (the re-run uses the current ones), its source fingerprint and the CPU
+model, since those may legitimately move the numbers: a record written with other settings, by other code or on
+another CPU model is not expected to repeat to the last bit.
 Exit status 1 when a metric differs by more than ``--tolerance``.
 """
 
@@ -21,7 +22,7 @@ from zoo.cli.reproduce import largest_change, set_threads
 from zoo.errors import ConfigError
 from zoo.leaderboard.provenance import written_by_current_code
 from zoo.leaderboard.record import RunRecord, record_path
-from zoo.leaderboard.settings import row_args, row_of
+from zoo.leaderboard.settings import row_args, row_of, settings_changed
 from zoo.registry import BenchmarkRow, TaskSpec
 from zoo.runinfo import machine
 
@@ -30,17 +31,21 @@ def _tuned_overrides(row: BenchmarkRow, record: RunRecord) -> list[str]:
     """The values a tuned row's record was tested with (never re-tuned: a new study could choose others)."""
     if not row.tune_trials:
         return []
-    tuning = (record.extra or {}).get("tuning")
-    if not tuning:
-        raise ConfigError(f"record {record.key()} belongs to a tuned row but holds no tuning: it cannot be re-run")
-    from zoo.tuning.study import TuneResult
+    from zoo.tuning.study import recorded_choice
 
-    return list(TuneResult(**tuning).overrides)
+    tuned = recorded_choice(record.extra)
+    if tuned is None:
+        raise ConfigError(
+            f"record {record.key()} belongs to a tuned row but holds no readable tuning: it cannot be re-run"
+        )
+    return list(tuned.overrides)
 
 
-def _differences(record: RunRecord, here: dict) -> list[str]:
-    """What differs between the record's run and this one, among what may change CPU float sums."""
+def _differences(spec: TaskSpec, record: RunRecord, here: dict) -> list[str]:
+    """What differs between the record's run and this one: its row's settings, or what may change CPU float sums."""
     out = []
+    if settings_changed(spec, record):
+        out.append("the row's settings changed since the record (this re-run uses the current ones)")
     current = written_by_current_code(record)
     if current is False:
         out.append("the record was written by other code (source fingerprint differs)")
@@ -85,6 +90,6 @@ def verify_main(spec: TaskSpec, keys: list[str], leaderboard: Path, runs_root: P
         print(f"{record.key()} (recorded at {record.commit[:7]}): max |Δ| = {worst:.3g}: {verdict}")
         for m in (m for m in record.metrics if m in metrics):
             print(f"  {m}: recorded {record.metrics[m]:.6g}, re-run {metrics[m]:.6g}")
-        for line in _differences(record, here):
+        for line in _differences(spec, record, here):
             print(f"  note: {line}")
     return 0 if worst_all <= tolerance else 1

@@ -206,6 +206,18 @@ def run_study(
     return result
 
 
+def recorded_choice(extra: Mapping[str, Any] | None) -> TuneResult | None:
+    """The study choice a run record's ``extra["tuning"]`` holds; None when it holds none or was written by another
+    version of ``TuneResult`` (its fields differ), so that the caller tunes again or refuses."""
+    tuning = (extra or {}).get("tuning")
+    if not tuning:
+        return None
+    try:
+        return TuneResult(**tuning)
+    except TypeError:
+        return None
+
+
 def read_best(folder: Path) -> TuneResult | None:
     """A finished study's choice (``best.json``), or None."""
     try:
