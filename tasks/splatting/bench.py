@@ -12,9 +12,12 @@ reference at 200 px / 5000 Gaussians); the page faults this costs slow both meth
 
 ``--train-steps`` instead times training steps on the D-NeRF standup scene at ``--downscale``, with randomly
 initialised experts of each ``--gaussians`` count (what the benchmark rows are sized from): one ``ExpertGS`` step
-per expert and one ``MoEGS`` router step per router mode (median of ``--repeat`` steps after a warm-up step).
+per expert and one ``MoEGS`` router step per router mode (median of ``--repeat`` steps after a warm-up step), on
+each of ``--devices`` (the rasteriser ``"auto"`` picks: the tile rasteriser on CPU, gsplat's kernel on CUDA), with
+the ratio to the first device printed beside each step.
 
     zoo bench splat --train-steps --downscale 8 --gaussians 5000 --repeat 5
+    zoo bench splat --train-steps --downscale 2 --gaussians 20000 --devices cpu,cuda   # on a GPU machine
 """
 
 from __future__ import annotations
@@ -97,8 +100,17 @@ def _median(values: list[float]) -> float:
     return sorted(values)[len(values) // 2]
 
 
-def train_steps(downscale: int, num: int, repeat: int) -> list[dict]:
-    """Seconds per training step of each expert and each router mode (in this process, tile rasteriser)."""
+def _to(batch, device):
+    if isinstance(batch, dict):
+        return {k: _to(v, device) for k, v in batch.items()}
+    if isinstance(batch, list | tuple):
+        return type(batch)(_to(v, device) for v in batch)
+    return batch.to(device) if hasattr(batch, "to") else batch
+
+
+def train_steps(downscale: int, num: int, repeat: int, device: str = "cpu") -> list[dict]:
+    """Seconds per training step of each expert and each router mode, in this process, on ``device`` (rasteriser
+    ``"auto"``: the tile rasteriser on CPU, gsplat's CUDA kernel on a GPU)."""
     import tempfile
     from pathlib import Path
 
@@ -112,14 +124,17 @@ def train_steps(downscale: int, num: int, repeat: int) -> list[dict]:
     from zoo_tasks.splatting.router import MODES
 
     torch.set_num_threads(1)
-    batch = next(iter(DNeRFDataModule(downscale=downscale).train_dataloader()))
+    batch = _to(next(iter(DNeRFDataModule(downscale=downscale).train_dataloader())), device)
     rows, exports = [], []
+    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
 
     def timed(step) -> float:
         times = []
         for i in range(repeat + 1):
+            sync()
             start = time.perf_counter()
             step()
+            sync()
             if i:
                 times.append(time.perf_counter() - start)
         return _median(times)
@@ -127,7 +142,7 @@ def train_steps(downscale: int, num: int, repeat: int) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         for kind in EXPERTS:
             torch.manual_seed(0)
-            module = ExpertGS(expert=kind, num_gaussians=num, backend="tiles")
+            module = ExpertGS(expert=kind, num_gaussians=num, backend="auto").to(device)
             opt = module.configure_optimizers()
 
             def step(module=module, opt=opt):
@@ -139,7 +154,7 @@ def train_steps(downscale: int, num: int, repeat: int) -> list[dict]:
             hp = {"expert": kind, "num_gaussians": num}
             exports.append(str(save_export(Path(tmp) / f"{kind}.pt", hp, module.model.state_dict(), 0)))
         for mode in MODES:
-            moe = MoEGS(experts=exports, router_mode=mode, backend="tiles")
+            moe = MoEGS(experts=exports, router_mode=mode, backend="auto").to(device)
             opt = moe.configure_optimizers()
 
             def step(moe=moe, opt=opt):
@@ -149,7 +164,7 @@ def train_steps(downscale: int, num: int, repeat: int) -> list[dict]:
 
             rows.append({"step": f"router {mode}", "seconds": timed(step)})
     for row in rows:
-        row.update(downscale=downscale, gaussians=num)
+        row.update(downscale=downscale, gaussians=num, device=device)
     return rows
 
 
@@ -167,11 +182,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--glibc-default", action="store_true", help="keep glibc's malloc settings (RSS then overstates)")
     p.add_argument("--train-steps", action="store_true", help="time expert and router training steps on standup")
     p.add_argument("--downscale", type=int, default=8, help="with --train-steps: D-NeRF downscale factor")
+    p.add_argument("--devices", default="cpu", help="with --train-steps: devices to time side by side, e.g. cpu,cuda")
     ns = p.parse_args(argv)
     if ns.train_steps:
-        rows = [r for num in _ints(ns.gaussians) for r in train_steps(ns.downscale, num, max(1, ns.repeat))]
-        for r in rows:
-            print(f"{r['step']:<22} downscale {r['downscale']} {r['gaussians']:>6} Gaussians {r['seconds']:.3f} s/step")
+        devices = [d for d in ns.devices.split(",") if d]
+        rows = []
+        for num in _ints(ns.gaussians):
+            per_device = [train_steps(ns.downscale, num, max(1, ns.repeat), d) for d in devices]
+            for first, *others in zip(*per_device, strict=True):
+                for r in (first, *others):
+                    ratio = f"  {first['seconds'] / r['seconds']:.1f}x vs {first['device']}" if r is not first else ""
+                    print(
+                        f"{r['step']:<22} {r['device']:<5} downscale {r['downscale']} {r['gaussians']:>6} Gaussians "
+                        f"{r['seconds']:.4f} s/step{ratio}"
+                    )
+                    rows.append(r)
         if ns.json:
             with open(ns.json, "w") as fh:
                 json.dump(rows, fh, indent=1)
@@ -183,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = []
     header = " ".join(f"{m + ' s':>12} {m + ' MB':>12}" for m in methods)
-    print(f"{'size':>5} {'gaussians':>9} {header}  speed-up")
+    print(f"{'size':>5} {'gaussians':>9} {header}  speed vs {methods[0]}")
     for size in _ints(ns.sizes):
         for num in _ints(ns.gaussians):
             cell = {m: measure(m, size, num, ns.repeat, ns.glibc_default) for m in methods}
@@ -191,8 +216,10 @@ def main(argv: list[str] | None = None) -> int:
             line = f"{size:>5} {num:>9} " + " ".join(
                 f"{cell[m]['seconds']:>12.3f} {cell[m]['peak_mb']:>12.1f}" for m in methods
             )
-            if "tiles" in cell and "dense" in cell:
-                line += f"  {cell['dense']['seconds'] / cell['tiles']['seconds']:.1f}x"
+            first = methods[0]
+            line += "".join(
+                f"  {m} {cell[first]['seconds'] / cell[m]['seconds']:.3g}x" for m in methods[1:]
+            )  # the speed of each method relative to the first: >1 means faster than the first
             print(line, flush=True)
     if ns.json:
         with open(ns.json, "w") as fh:
