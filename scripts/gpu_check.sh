@@ -11,6 +11,7 @@ set -uo pipefail
 out=${1:-runs/gpu_check}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
+py=${PYTHON:-python3}  # the interpreter that holds the project and a CUDA build of torch
 failed=0
 step() {  # step NAME COMMAND...: run, log to OUT_DIR/NAME.log, count a failure
     local name=$1
@@ -23,11 +24,11 @@ step() {  # step NAME COMMAND...: run, log to OUT_DIR/NAME.log, count a failure
     [ "$rc" = 0 ] || failed=$((failed + 1))
 }
 
-step env python -c "import torch, gsplat; print('torch', torch.__version__, torch.cuda.get_device_name(), 'gsplat', gsplat.__version__)"
-step gsplat_build python -c "from zoo_tasks.splatting.render import gsplat_cuda_available as ok; assert ok(), 'no gsplat CUDA'"
-step tests python -m pytest -q -rs -p no:cacheprovider tests/moe/test_layer_cuda.py tests/tasks/splatting/test_moe_gs_raster.py
-step raster python -m zoo_tasks.splatting.bench --sizes 200,400 --gaussians 20000,100000 --methods tiles,gsplat_cuda \
+step env "$py" -c "import torch, gsplat; print('torch', torch.__version__, torch.cuda.get_device_name(), 'gsplat', gsplat.__version__)"
+step gsplat_build "$py" -c "from zoo_tasks.splatting.render import gsplat_cuda_available as ok; assert ok(), 'no gsplat CUDA'"
+step tests "$py" -m pytest -q -rs -p no:cacheprovider tests/moe/test_layer_cuda.py tests/tasks/splatting/test_moe_gs_raster.py
+step raster "$py" -m zoo_tasks.splatting.bench --sizes 200,400 --gaussians 20000,100000 --methods tiles,gsplat_cuda \
     --json "$out/raster.json"
-step train_steps python -m zoo_tasks.splatting.bench --train-steps --downscale 4 --gaussians 20000 --devices cpu,cuda \
+step train_steps "$py" -m zoo_tasks.splatting.bench --train-steps --downscale 4 --gaussians 20000 --devices cpu,cuda \
     --repeat 1 --json "$out/train_steps.json"
 exit $failed

@@ -29,6 +29,7 @@ import os
 import resource
 import sys
 import time
+from queue import Empty
 
 METHODS = ("tiles", "dense", "gsplat_cuda")
 
@@ -91,7 +92,14 @@ def measure(method: str, size: int, num: int, repeat: int = 1, glibc_default: bo
     queue = ctx.Queue()
     proc = ctx.Process(target=_measure, args=(method, size, num, repeat, queue))
     proc.start()
-    result = queue.get()
+    while True:  # a child that dies (an import error, a CUDA fault) puts nothing: fail instead of waiting forever
+        try:
+            result = queue.get(timeout=5)
+            break
+        except Empty:
+            if not proc.is_alive():
+                died = f"the {method} measurement at {size} px / {num} Gaussians died (exit {proc.exitcode})"
+                raise RuntimeError(died) from None
     proc.join()
     return result
 

@@ -26,12 +26,12 @@ def _layer(router: str, experts: str) -> tuple[MoE, torch.Tensor, torch.Tensor |
 def run_on(layer: MoE, x: torch.Tensor, cond: torch.Tensor | None, device: str) -> dict[str, torch.Tensor]:
     """Output, routing and every gradient of one forward + backward on ``device`` (a copy of ``layer``), on CPU."""
     layer = copy.deepcopy(layer).to(device).eval()  # eval: noisy_topk's noise is training-only
-    x = x.to(device).requires_grad_(True)
+    x = x.detach().to(device, copy=True).requires_grad_(True)  # a leaf of its own: never the caller's tensor
     y, routing = layer(x, condition=None if cond is None else cond.to(device))
     (y.square().mean() + layer.aux_loss(routing)).backward()
     out = {"output": y, "indices": routing.indices, "weights": routing.weights, "x.grad": x.grad}
     out.update({f"{n}.grad": p.grad for n, p in layer.named_parameters() if p.grad is not None})
-    return {k: v.detach().cpu() for k, v in out.items()}
+    return {k: v.detach().to("cpu", copy=True) for k, v in out.items()}
 
 
 def assert_same_run(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
@@ -44,6 +44,8 @@ def assert_same_run(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> N
 def test_the_comparison_sees_a_changed_weight():
     layer, x, cond = _layer("topk", "ffn")
     reference = run_on(layer, x, cond, "cpu")
+    assert not x.requires_grad and x.grad is None and reference["x.grad"].abs().sum() > 0  # x left as it was
+    assert_same_run(reference, run_on(layer, x, cond, "cpu"))  # a second run does not accumulate into the first
     with torch.no_grad():
         next(layer.experts.parameters()).add_(1e-2)
     with pytest.raises(AssertionError):
