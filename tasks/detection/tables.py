@@ -3,15 +3,18 @@
 Each MoE record's ``extra.expert_load_per_task`` holds, per task and MoE layer, the share of the test tokens'
 top-k slots that went to each dynamic expert. Over-activation (the paper's claim): in a plain top-k MoE trained
 on an imbalanced mix, the dominant task's experts take the minor task's tokens too, so the tasks' load vectors
-look alike; DroneDINO's task experts and task-recognition loss should keep them apart.
+look alike; DroneDINO's task experts and task-recognition loss should keep them apart. Then the detection figures
+each run draws (``extra.detection_figures``), copied into ``plots/`` with ``zoo.leaderboard.example_plots``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 
+from zoo.leaderboard.example_plots import example_plot_lines
 from zoo.leaderboard.render import fmt_value
 
 
@@ -26,12 +29,14 @@ def _per_task(records) -> dict:
     return out
 
 
-def expert_load_tables(records) -> str:
+def expert_load_tables(records, results: Path | None = None) -> str:
     """Markdown: per (dataset, method, task) the max/mean dynamic-expert load (mean over layers and runs), and
     per (dataset, method) the L1 distance between the IR and RGB load vectors (0 = the tasks share experts alike)."""
+    heading = "Detections on the first test image of each task (ground truth green, predictions red with scores)"
+    figures = example_plot_lines("dronedino", heading, results)
     data = _per_task(records)
     if not data:
-        return ""
+        return "\n".join(figures)
     lines = ["## Dynamic-expert load per task (test split)", ""]
     lines += [
         "| dataset | method | task | runs | max/mean load ↓ | load of encoder.0 experts |",
@@ -50,4 +55,4 @@ def expert_load_tables(records) -> str:
             common = set(tasks["ir"]) & set(tasks["rgb"])
             d = np.mean([np.abs(np.mean(tasks["ir"][k], 0) - np.mean(tasks["rgb"][k], 0)).sum() for k in common])
             distance.append(f"- {dataset}, {method}: IR-RGB load distance (L1, mean over layers) {fmt_value(float(d))}")
-    return "\n".join(lines + ["", *distance]) + "\n"
+    return "\n".join(lines + ["", *distance, "", *figures]) + "\n"

@@ -12,11 +12,11 @@ import statistics
 from collections import defaultdict
 
 from zoo.bench.provenance import machine_phrase
+from zoo.leaderboard.example_plots import example_plot_lines
 from zoo.registry import repository_root
 from zoo_tasks.mil.spec import AGGREGATORS, DATASETS, PROJECTIONS, REPEATS, method_name
 
 BENCH_FILE = "leaderboard/results/mammoth/bench/package_speed.json"
-PLOTS_DIR = "leaderboard/results/mammoth/plots"  # example dispatch plots copied from runs/ (which git ignores)
 
 
 def _fmt(values: list[float]) -> str:
@@ -110,8 +110,7 @@ def mammoth_tables(records: list) -> str:
             "Dispatch plots (which expert / slot each instance is dispatched to) are saved with each "
             "MAMMOTH run, e.g. " + ", ".join(f"`{p}`" for p in plots) + ".",
         ]
-    for example in sorted((repository_root() / PLOTS_DIR).glob("*.png")):
-        lines += ["", f"![{example.stem}](results/mammoth/plots/{example.name})"]
+    lines += ["", *example_plot_lines("mammoth")]
     return "\n".join(lines) + "\n"
 
 

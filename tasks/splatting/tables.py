@@ -1,6 +1,6 @@
 """MoE-GS's own leaderboard tables: the gate-aware pruning curve and the distillation, both from the records;
-the example renders and expert-weight maps are copied from the ``moe_gs`` run
-into ``plots/`` by hand (runs/ is git-ignored), as WestWorld's example rollouts are.
+the example renders and expert-weight maps are copied from the ``moe_gs`` run into ``plots/`` by hand
+(``zoo.leaderboard.example_plots``), as WestWorld's example rollouts are.
 
 Everything else (metrics, targets, routing summary) is drawn by the generic renderer from the spec.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from zoo.leaderboard.example_plots import example_plot_lines
 from zoo.leaderboard.record import results_dir
 from zoo.leaderboard.render import finite_mean, fmt_value
 
@@ -50,8 +51,6 @@ def moe_gs_tables(records, results: Path | None = None) -> str:
                      "test/psnr", "test/psnr_teacher")]  # fmt: skip
             lines.append(f"| {student} | " + " | ".join(cells) + " |")
         lines.append("")
-    plots = sorted((results / "plots").glob("*.png"))
-    if plots:
-        lines += ["## Example test view (moe_gs run, seed 0): every expert and the blend, and the weights G'_k(u)", ""]
-        lines += [f"![{p.stem}](results/moe_gs/plots/{p.name})" for p in plots] + [""]
+    heading = "Example test view (moe_gs run, seed 0): every expert and the blend, and the weights G'_k(u)"
+    lines += example_plot_lines("moe_gs", heading, results)
     return "\n".join(lines)

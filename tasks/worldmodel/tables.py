@@ -13,6 +13,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from zoo.leaderboard.example_plots import example_plot_lines
 from zoo.leaderboard.render import finite_mean, fmt_value
 from zoo.registry import repository_root
 
@@ -57,10 +58,7 @@ def westworld_tables(records, results: Path | None = None) -> str:
             lines.append(f"| {robot} | " + " | ".join(fmt_value(v, 2) for v in mean) + " |")
         lines.append("")
     lines += [f"![{name}](results/westworld/{rel})" for name, rel in figures] + ([""] if figures else [])
-    examples = sorted((results / "plots").glob("*.png"))
-    if examples:
-        lines += ["## Example rollouts (zero-shot robots, WestWorld seed 0)", ""]
-        lines += [f"![{p.stem}](results/westworld/plots/{p.name})" for p in examples] + [""]
+    lines += example_plot_lines("westworld", "Example rollouts (zero-shot robots, WestWorld seed 0)", results)
     return "\n".join(lines)
 
 

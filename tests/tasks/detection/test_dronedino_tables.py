@@ -15,14 +15,15 @@ def _record(method, ir, rgb):
     )
 
 
-def test_expert_load_table_reports_peak_and_task_distance():
+def test_expert_load_table_reports_peak_and_task_distance(tmp_path):
     text = expert_load_tables(
         [
             _record("unified_topk", [0.5, 0.5, 0, 0], [0.5, 0.5, 0, 0]),
             _record("dronedino", [0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5]),
-        ]
+        ],
+        results=tmp_path,
     )
     assert "| IR+RGB 4:1 | unified_topk | ir | 1 | 2.000 | 0.50 / 0.50 / 0.00 / 0.00 |" in text
     assert "unified_topk: IR-RGB load distance (L1, mean over layers) 0.000" in text
     assert "dronedino: IR-RGB load distance (L1, mean over layers) 2.000" in text
-    assert expert_load_tables([SimpleNamespace(dataset="d", method="dino", extra={})]) == ""
+    assert expert_load_tables([SimpleNamespace(dataset="d", method="dino", extra={})], results=tmp_path) == ""
