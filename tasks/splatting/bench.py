@@ -108,14 +108,6 @@ def _median(values: list[float]) -> float:
     return sorted(values)[len(values) // 2]
 
 
-def _to(batch, device):
-    if isinstance(batch, dict):
-        return {k: _to(v, device) for k, v in batch.items()}
-    if isinstance(batch, list | tuple):
-        return type(batch)(_to(v, device) for v in batch)
-    return batch.to(device) if hasattr(batch, "to") else batch
-
-
 def train_steps(downscale: int, num: int, repeat: int, device: str = "cpu") -> list[dict]:
     """Seconds per training step of each expert and each router mode, in this process, on ``device`` (rasteriser
     ``"auto"``: the tile rasteriser on CPU, gsplat's CUDA kernel on a GPU)."""
@@ -123,6 +115,7 @@ def train_steps(downscale: int, num: int, repeat: int, device: str = "cpu") -> l
     from pathlib import Path
 
     import torch
+    from pytorch_lightning.utilities import move_data_to_device
 
     from zoo_tasks.splatting.data import DNeRFDataModule
     from zoo_tasks.splatting.experts import EXPERTS
@@ -132,7 +125,7 @@ def train_steps(downscale: int, num: int, repeat: int, device: str = "cpu") -> l
     from zoo_tasks.splatting.router import MODES
 
     torch.set_num_threads(1)
-    batch = _to(next(iter(DNeRFDataModule(downscale=downscale).train_dataloader())), device)
+    batch = move_data_to_device(next(iter(DNeRFDataModule(downscale=downscale).train_dataloader())), device)
     rows, exports = [], []
     sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
 
