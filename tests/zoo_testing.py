@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import pytorch_lightning as pl
 
 REPO = Path(__file__).resolve().parent.parent
 TOY_PLUGIN = REPO / "tests" / "fixtures" / "toy_plugin"
@@ -64,3 +65,19 @@ def fit_parser(config: Path):
             pass
 
     return ParseOnly(args=["--config", str(config)], run=False).parser
+
+
+class Killed(Exception):
+    """Raised by :class:`KillAtStep` in place of a SIGKILL."""
+
+
+class KillAtStep(pl.Callback):
+    """Stands in for a SIGKILL: training stops before global step ``step``, with ``last.ckpt`` as the periodic save
+    (``zoo.callbacks.PeriodicCheckpoint``) left it."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_step == self.step:
+            raise Killed

@@ -27,9 +27,11 @@ import numpy as np
 import pytorch_lightning as pl
 import torch
 from PIL import Image
-from torch.utils.data import DataLoader, Dataset, Sampler
+from torch.utils.data import DataLoader, Dataset
+from torchdata.stateful_dataloader import StatefulDataLoader
 
 from zoo.data import resolve
+from zoo.data.epoch_order import EpochSampler
 from zoo.data.resolve import sha256_of
 from zoo.errors import ConfigError
 from zoo_tasks.detection import readers
@@ -119,7 +121,9 @@ class DetectionImages(Dataset):
     """Samples of several tasks, resized to ``size``; item = one image's dict (see the module docstring).
 
     ``flip`` and ``crop`` are the training augmentations (a left-right flip with probability 0.5, a random ``crop``
-    square); their randomness comes from torch's global generator, which ``seed_everything`` seeds.
+    square). Indexed by ``(i, augment_seed)`` (the training sampler's items) they draw from a generator seeded with
+    ``augment_seed``, so an image's augmentation is a function of that seed alone; indexed by ``i`` they draw from
+    torch's global generator.
     """
 
     def __init__(self, samples: list[Sample], size: int, flip: bool = False, crop: int | None = None):
@@ -128,7 +132,8 @@ class DetectionImages(Dataset):
     def __len__(self) -> int:
         return len(self.samples)
 
-    def __getitem__(self, i: int) -> dict:
+    def __getitem__(self, key: int | tuple[int, int]) -> dict:
+        i, generator = (key, None) if isinstance(key, int) else (key[0], torch.Generator().manual_seed(key[1]))
         s = self.samples[i]
         sx, sy = self.size / s.width, self.size / s.height
         boxes = torch.from_numpy(s.boxes * np.float32([sx, sy, sx, sy])).reshape(-1, 4)
@@ -143,8 +148,8 @@ class DetectionImages(Dataset):
             "scale": (sx, sy),
         }
         if self.crop is not None:
-            item = random_crop(item, self.crop)
-        if self.flip and bool(torch.rand(()) < 0.5):
+            item = random_crop(item, self.crop, generator)
+        if self.flip and bool(torch.rand((), generator=generator) < 0.5):
             item = horizontal_flip(item)
         return item
 
@@ -167,16 +172,22 @@ def collate(items: list[dict]) -> dict:
     }
 
 
-class TaskBatchSampler(Sampler[list[int]]):
-    """Batches of one task each. ``groups``: task -> dataset indices. Training (``shuffle``): each epoch has as
-    many batches as the groups' natural total; task t gets the share ``mix[t] / sum(mix)`` of them (drawn with
-    replacement where a task needs more images than it has: the imbalanced mixes), in a seeded random order.
-    Evaluation: every image once, in order within each task, tasks taken in turn, no batch dropped."""
+class TaskBatchSampler(EpochSampler):
+    """Batches of one task each. ``groups``: task -> dataset indices.
+
+    Training (``shuffle``): each epoch has as many batches as the groups' natural total; task t gets the share
+    ``mix[t] / sum(mix)`` of them (drawn with replacement where a task needs more images than it has: the
+    imbalanced mixes), in a random order drawn from ``seed + epoch`` alone. Each image comes as ``(index,
+    augment_seed)``, the seed of its flip and crop, so an epoch's batches, augmentations included, are the same
+    whether or not the run was stopped and resumed inside it (``zoo.data.epoch_order``).
+    Evaluation: every image once as a plain index, in order within each task, tasks taken in turn, no batch dropped.
+    """
 
     def __init__(
         self, groups: dict[str, list[int]], batch_size: int, shuffle: bool, mix: dict[str, float] | None, seed: int = 0
     ):
-        self.groups, self.batch_size, self.shuffle, self.seed, self.epoch = groups, batch_size, shuffle, seed, 0
+        super().__init__()
+        self.groups, self.batch_size, self.shuffle, self.seed = groups, batch_size, shuffle, seed
         self.mix = {t: float((mix or {}).get(t, len(ix))) for t, ix in groups.items()}
         if any(w < 0 for w in self.mix.values()) or sum(self.mix.values()) <= 0:
             raise ConfigError(f"data.mix weights must be >= 0 with a positive sum, got {mix}")
@@ -191,24 +202,21 @@ class TaskBatchSampler(Sampler[list[int]]):
             return sum(math.ceil(len(ix) / self.batch_size) for ix in self.groups.values())
         return sum(self._counts().values())
 
-    def __iter__(self):
+    def order(self, epoch: int) -> list[list[int]] | list[list[tuple[int, int]]]:
         if not self.shuffle:  # round robin over the tasks, so a truncated evaluation still sees every task
             per_task = [
                 [ix[k : k + self.batch_size] for k in range(0, len(ix), self.batch_size)] for ix in self.groups.values()
             ]
-            for i in range(max(len(b) for b in per_task)):
-                yield from (b[i] for b in per_task if i < len(b))
-            return
-        rng = np.random.default_rng(self.seed + self.epoch)
-        self.epoch += 1
+            return [b[i] for i in range(max(len(b) for b in per_task)) for b in per_task if i < len(b)]
+        rng = np.random.default_rng(self.seed + epoch)
         batches = []
         for t, n_batches in self._counts().items():
             ix = np.asarray(self.groups[t])
             need = n_batches * self.batch_size
             order = np.concatenate([rng.permutation(ix) for _ in range(max(1, math.ceil(need / len(ix))))])[:need]
             batches += [order[k : k + self.batch_size].tolist() for k in range(0, need, self.batch_size)]
-        for b in rng.permutation(len(batches)):
-            yield batches[b]
+        augment_seeds = rng.integers(0, 2**63, size=(len(batches), self.batch_size)).tolist()
+        return [list(zip(batches[b], augment_seeds[b])) for b in rng.permutation(len(batches))]
 
 
 class DroneDetectionDataModule(pl.LightningDataModule):
@@ -307,12 +315,21 @@ class DroneDetectionDataModule(pl.LightningDataModule):
             groups[t] = list(range(len(samples), len(samples) + len(part)))
             samples += part
         sampler = TaskBatchSampler(groups, self.batch_size, shuffle, self.mix if shuffle else None, self.seed)
-        augment = {"flip": self.flip, "crop": self.train_crop} if shuffle else {}
-        return DataLoader(
-            DetectionImages(samples, self.image_size, **augment),
+        if not shuffle:
+            return DataLoader(
+                DetectionImages(samples, self.image_size),
+                batch_sampler=sampler,
+                collate_fn=collate,
+                num_workers=self.num_workers,
+            )
+        # the training loader's place goes into checkpoints; its own generator (worker base seeds) keeps it off the
+        # global RNG, which the model's noise (DINO's denoising queries) draws from
+        return StatefulDataLoader(
+            DetectionImages(samples, self.image_size, flip=self.flip, crop=self.train_crop),
             batch_sampler=sampler,
             collate_fn=collate,
             num_workers=self.num_workers,
+            generator=torch.Generator().manual_seed(self.seed),
         )
 
     def train_dataloader(self) -> DataLoader:

@@ -21,6 +21,7 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
+from zoo.callbacks.periodic_checkpoint import PeriodicCheckpoint
 from zoo.errors import ConfigError
 from zoo.moe import ROUTERS, weighted_aux_loss
 from zoo_tasks.detection.data import CLASSES
@@ -73,6 +74,9 @@ class DroneDINOModule(pl.LightningModule):
         lr, backbone_lr, weight_decay, grad_clip: AdamW as mmdet's DINO recipe (backbone lr x 0.1, clip 0.1).
         lr_drop_epochs: epochs after which every learning rate is multiplied by 0.1 (mmdet's 12-epoch DINO
             recipe: ``[11]``); empty: constant.
+        checkpoint_every_s: rewrite ``last.ckpt`` this often inside an epoch (``zoo.callbacks.PeriodicCheckpoint``;
+            None: at epoch ends only). The training loader's place and every image's augmentation seed go into it,
+            so a run stopped mid-epoch resumes to the uninterrupted run's weights.
     """
 
     checkpoint_monitor = "val/mAP"
@@ -103,6 +107,7 @@ class DroneDINOModule(pl.LightningModule):
         backbone_lr: float = 1e-5,
         weight_decay: float = 1e-4,
         lr_drop_epochs: list[int] | None = None,
+        checkpoint_every_s: float | None = 300.0,
     ):
         super().__init__()
         self.save_hyperparameters()
@@ -305,6 +310,10 @@ class DroneDINOModule(pl.LightningModule):
             },
             "detection_figures": dict(self.figures),
         }
+
+    def configure_callbacks(self) -> list[pl.Callback]:
+        every = self.hparams.checkpoint_every_s
+        return [PeriodicCheckpoint(every)] if every else []
 
     def configure_optimizers(self):
         backbone = [p for n, p in self.detector.named_parameters() if n.startswith("backbone")]

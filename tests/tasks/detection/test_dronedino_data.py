@@ -135,7 +135,7 @@ def test_synthetic_pairs_are_labelled_and_deterministic():
 def test_task_sampler_batches_one_task_and_follows_the_mix():
     groups = {"ir": list(range(40)), "rgb": list(range(40, 80))}
     sampler = TaskBatchSampler(groups, batch_size=4, shuffle=True, mix={"ir": 4, "rgb": 1})
-    batches = list(sampler)
+    batches = [[i for i, _augment_seed in b] for b in sampler]
     assert len(batches) == len(sampler) == 20
     tasks = ["ir" if b[0] < 40 else "rgb" for b in batches]
     assert all(all((i < 40) == (t == "ir") for i in b) for b, t in zip(batches, tasks))
@@ -216,3 +216,35 @@ def test_training_batches_are_augmented_and_evaluation_batches_are_not():
         assert torch.equal(a["images"], b["images"]) and all(torch.equal(x, y) for x, y in zip(a["boxes"], b["boxes"]))
     with pytest.raises(ConfigError, match="train_crop must be in"):
         DroneDetectionDataModule(tasks=["ir"], image_size=64, train_crop=128)
+
+
+def test_training_loader_restored_mid_epoch_serves_the_uninterrupted_batches():
+    """The loader's place goes into a checkpoint and every image's flip and crop come from its own seed: a loader
+    restored after 3 batches serves the rest of the epoch and the next epoch exactly, augmentations included, and
+    the global RNG (which the model's noise draws from) is left alone."""
+    _mirror("HIT-UAV")
+    _mirror("DroneViewVehicle-RGB")
+
+    def loader():
+        dm = DroneDetectionDataModule(tasks=["ir", "rgb"], image_size=64, batch_size=2, max_images=6, train_crop=48)
+        return dm.train_dataloader()
+
+    torch.manual_seed(0)
+    rng_before = torch.get_rng_state()
+    first = loader()
+    it = iter(first)
+    for _ in range(3):
+        next(it)
+    state = first.state_dict()
+    expected = list(it) + list(first)  # the rest of epoch 0, then epoch 1
+    assert torch.equal(torch.get_rng_state(), rng_before)
+
+    restored = loader()
+    restored.load_state_dict(state)
+    got = list(restored) + list(restored)
+    assert len(got) == len(expected) == (len(first) - 3) + len(first)
+    for a, b in zip(expected, got):
+        assert a["task"] == b["task"] and a["image_ids"] == b["image_ids"]
+        assert torch.equal(a["images"], b["images"]) and all(torch.equal(x, y) for x, y in zip(a["boxes"], b["boxes"]))
+    epoch0, epoch1 = list(loader()), expected[-len(first) :]
+    assert [b["image_ids"] for b in epoch0] != [b["image_ids"] for b in epoch1]  # each epoch has its own order

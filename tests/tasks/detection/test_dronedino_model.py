@@ -17,11 +17,15 @@ try:  # mmdet.models imports mmcv.ops, which mmcv-lite lacks
 except ImportError as exc:
     pytest.skip(f"mmdet / mmcv ops not installed ({exc}): scripts/install_detection.sh", allow_module_level=True)
 
+import pytorch_lightning as pl  # noqa: E402
 from mmdet.models.detectors import DINO  # noqa: E402
+from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
+from zoo_testing import KillAtStep, Killed, need_dataset  # noqa: E402
 
+from zoo.callbacks.rng_state import RNGStateCheckpoint  # noqa: E402
 from zoo.data.resolve import data_mirror  # noqa: E402
 from zoo.moe.testing import check_router_step  # noqa: E402
-from zoo_tasks.detection.data import DetectionImages, LLVIPPairs, collate  # noqa: E402
+from zoo_tasks.detection.data import DetectionImages, DroneDetectionDataModule, LLVIPPairs, collate  # noqa: E402
 from zoo_tasks.detection.module import DroneDINOModule  # noqa: E402
 from zoo_tasks.detection.moe_ffn import HeteroMoEFFN  # noqa: E402
 from zoo_tasks.detection.readers import synthetic_pairs  # noqa: E402
@@ -153,3 +157,34 @@ def test_lr_drop_epochs_multiply_every_group_by_a_tenth():
         drop.step()
     assert seen == pytest.approx([1e-4, 1e-5, 1e-4, 1e-5, 1e-5, 1e-6])  # (rest, backbone) per epoch
     assert isinstance(_module(moe="none").configure_optimizers(), torch.optim.AdamW)  # no drop: the constant recipe
+
+
+@pytest.mark.parametrize("kill_at", [2, 4])  # mid-epoch 0; mid-epoch 1 after an end-of-epoch save
+def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(tmp_path, kill_at):
+    """Real HIT-UAV images (random crops and flips), DroneDINO with its routing noise and DINO's denoising queries:
+    a fit stopped inside an epoch and resumed from the periodic ``last.ckpt`` ends with the same weights."""
+    need_dataset("HIT-UAV")
+
+    def fit(root, kill_at=None, ckpt_path=None):
+        pl.seed_everything(0)
+        dm = DroneDetectionDataModule(tasks=["ir"], image_size=64, batch_size=2, max_images=6, train_crop=56)
+        model = DroneDINOModule(**TINY, moe="hetero", router="noisy_topk", checkpoint_every_s=1e-9)
+        trainer = pl.Trainer(
+            logger=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            max_epochs=2,
+            limit_val_batches=0,
+            callbacks=[ModelCheckpoint(dirpath=root, save_last=True), RNGStateCheckpoint()]
+            + ([KillAtStep(kill_at)] if kill_at else []),
+        )
+        trainer.fit(model, dm, ckpt_path=ckpt_path, weights_only=False)
+        return model, trainer
+
+    uninterrupted, _ = fit(tmp_path / "full")
+    with pytest.raises(Killed):
+        fit(tmp_path / "killed", kill_at=kill_at)
+    resumed, trainer = fit(tmp_path / "killed", ckpt_path=str(tmp_path / "killed" / "last.ckpt"))
+    assert trainer.global_step == 6  # 3 batches per epoch
+    for (name, a), b in zip(uninterrupted.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(a, b), name

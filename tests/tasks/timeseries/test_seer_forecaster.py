@@ -11,6 +11,7 @@ import pytest
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import ModelCheckpoint
+from zoo_testing import KillAtStep, Killed
 
 from zoo.callbacks.rng_state import RNGStateCheckpoint
 from zoo.callbacks.routing_stats import SUMMARY_FILE, RoutingStatsCallback
@@ -67,17 +68,6 @@ def test_one_epoch_on_an_etth1_slice_lowers_the_loss(data_mirror, tmp_path):
     )  # clean test batches only: 2 batches x 32 windows x 7 channels x 12 patches
 
 
-class _KillAtStep(pl.Callback):
-    """Stands in for a SIGKILL: training stops before this step, with last.ckpt as the periodic save left it."""
-
-    def __init__(self, step: int):
-        self.step = step
-
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-        if trainer.global_step == self.step:
-            raise RuntimeError("killed")
-
-
 @pytest.mark.parametrize("kill_at", [7, 13])  # mid-epoch 0; mid-epoch 1 after an end-of-epoch save
 def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(data_mirror, tmp_path, kill_at):
     def fit(root, kill_at=None, ckpt_path=None):
@@ -94,13 +84,13 @@ def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(data_mirror
             max_epochs=2,
             limit_train_batches=10,
             limit_val_batches=2,
-            callbacks=callbacks + ([_KillAtStep(kill_at)] if kill_at else []),
+            callbacks=callbacks + ([KillAtStep(kill_at)] if kill_at else []),
         )
         trainer.fit(model, dm, ckpt_path=ckpt_path, weights_only=True)
         return model, trainer
 
     uninterrupted, _ = fit(tmp_path / "full")
-    with pytest.raises(RuntimeError, match="killed"):
+    with pytest.raises(Killed):
         fit(tmp_path / "killed", kill_at=kill_at)
     last = torch.load(tmp_path / "killed" / "last.ckpt", weights_only=True)
     assert last["global_step"] == kill_at  # the periodic save wrote last.ckpt after the step before
