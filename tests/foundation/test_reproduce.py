@@ -2,12 +2,9 @@
 numbers beside ours."""
 
 import json
-import os
 
 from zoo_testing import run_zoo
 
-from zoo.cli.reproduce import mark_rerun, set_aside_old_run
-from zoo.cli.run_lock import RunLock
 from zoo.leaderboard.settings import SETTINGS_KEY
 
 
@@ -96,45 +93,6 @@ def test_rerun_stale_replaces_records_of_other_code_and_never_resumes_their_fina
     assert new["source_hash"] != "written-by-older-code" and new["extra"]["resumed_from_checkpoint"] is False
     again = run_zoo([*args, "--dry-run", "--rerun-stale"], zoo_env, tmp_path)
     assert "0 runs to do (3 in the benchmark, 1 recorded, 0 of them stale)" in again.stdout
-
-
-def _run_folder(tmp_path, ckpt_mtime: float, record_mtime: float):
-    run_dir, record = tmp_path / "runs" / "m__d__seed0", tmp_path / "m__d__seed0.json"
-    (run_dir / "checkpoints").mkdir(parents=True)
-    (run_dir / "checkpoints" / "last.ckpt").write_bytes(b"weights")
-    record.write_text('{"metrics": {"test/acc": 0.5}}')
-    os.utime(run_dir / "checkpoints" / "last.ckpt", (ckpt_mtime, ckpt_mtime))
-    os.utime(record, (record_mtime, record_mtime))
-    return run_dir, record
-
-
-def test_a_killed_rerun_resumes_even_when_a_checkout_renewed_the_record_files_time(tmp_path):
-    run_dir, record = _run_folder(tmp_path, ckpt_mtime=1000, record_mtime=2000)  # the record looks newer
-    mark_rerun(run_dir, record)  # written when the re-run started
-    assert set_aside_old_run(run_dir, record) is None
-    assert (run_dir / "checkpoints" / "last.ckpt").exists()
-
-
-def test_the_old_runs_folder_is_set_aside_and_the_held_lock_stays(tmp_path):
-    run_dir, record = _run_folder(tmp_path, ckpt_mtime=2000, record_mtime=1000)  # the checkpoint looks newer
-    mark_rerun(run_dir, record)
-    record.write_text('{"metrics": {"test/acc": 0.7}}')  # the re-run finished; that record is stale in turn
-    lock = RunLock(run_dir)
-    assert lock.acquire()
-    try:
-        moved = set_aside_old_run(run_dir, record)
-        assert moved == run_dir.with_name("m__d__seed0.replaced-0")
-        assert (moved / "checkpoints" / "last.ckpt").exists() and not (run_dir / "checkpoints").exists()
-        assert not RunLock(run_dir).acquire()  # still held here: no other process can take the row meanwhile
-    finally:
-        lock.release()
-
-
-def test_an_unmarked_folder_is_judged_by_file_times(tmp_path):
-    old_dir, old_record = _run_folder(tmp_path / "a", ckpt_mtime=1000, record_mtime=2000)
-    assert set_aside_old_run(old_dir, old_record) is not None  # the recorded run's own final checkpoint
-    killed_dir, killed_record = _run_folder(tmp_path / "b", ckpt_mtime=2000, record_mtime=1000)
-    assert set_aside_old_run(killed_dir, killed_record) is None
 
 
 def test_a_run_that_raises_is_reported_in_one_line_and_the_grid_goes_on(zoo_env, tmp_path):

@@ -23,6 +23,7 @@ from zoo.cli.reproduce import (
     row_args,
     set_threads,
 )
+from zoo.cli.run_folder import set_aside_other_code
 from zoo.cli.run_lock import RunLock
 from zoo.cli.tune import find_row, study_folder, tune_row
 from zoo.errors import ConfigError
@@ -175,8 +176,11 @@ def matrix_main(argv: list[str]) -> int:
                     args = [*row_args(spec, row, seed, fold, quick=False), *matrix.overrides]
                     if router is not None:
                         args.append(f"--{spec.router_arg}.router={router}")
+                    args += tuned.overrides
+                    if (moved := set_aside_other_code(run_dir, args)) is not None:
+                        print(f"  {key}: its checkpoint came from other code or settings; moved to {moved}", flush=True)
                     try:
-                        result = fit_and_test([*args, *tuned.overrides], run_dir)
+                        result = fit_and_test(args, run_dir)
                     except Exception as exc:  # noqa: BLE001 - any error of one run: reported, the grid goes on
                         print(report_failed_run(run_dir, key, exc), flush=True)
                         failures += 1

@@ -1,7 +1,8 @@
 """``zoo reproduce TASK``: run every benchmark row of a task, one record per (seed, fold), resumable.
 
 A row already recorded is skipped (with ``--rerun-stale``, only when its record was written by the current code:
-the others are run again and replaced). A row whose run was killed resumes from its ``last.ckpt``. Several
+the others are run again and replaced). A row whose run was killed resumes from its ``last.ckpt`` when the code
+and settings that started it are unchanged (``zoo.cli.run_folder``), else starts afresh. Several
 processes may work on one grid at once: each run is claimed with a lock (``zoo.cli.run_lock``) and skipped by
 the others while it is held. ``--quick`` adds each row's ``quick_overrides`` (a smoke run) and writes under
 ``runs/quick/`` so that the real leaderboard never holds smoke numbers.
@@ -17,9 +18,15 @@ import traceback
 from pathlib import Path
 
 from zoo.cli.fit_test import FitTest, fit_and_test, last_checkpoint
-from zoo.cli.run_lock import LOCK_NAME, RunLock
+from zoo.cli.run_folder import (
+    checkpoint_from_other_code,
+    holds_old_run,
+    mark_rerun,
+    set_aside_old_run,
+    set_aside_other_code,
+)
+from zoo.cli.run_lock import RunLock
 from zoo.code_closure import source_hash
-from zoo.data.resolve import sha256_of
 from zoo.errors import ConfigError
 from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, results_dir, write_record
 from zoo.leaderboard.render import render_index, render_task
@@ -148,16 +155,19 @@ def record_of(
     )
 
 
-def _dry_run_line(row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path, record_file: Path) -> str:
+def _dry_run_line(args: list[str], row: BenchmarkRow, seed: int, fold: int | None, runs_dir: Path, record: Path) -> str:
     """One run to do, with what its folder says: held by another process now, an old run's final checkpoint to
-    set aside (``set_aside_old_run``), or a killed run's checkpoint to resume."""
+    set aside (``set_aside_old_run``), a killed run's checkpoint from other code or settings
+    (``set_aside_other_code``), or a killed run's checkpoint to resume."""
     line = f"  {row.method} / {row.dataset} seed={seed}" + (f" fold={fold}" if fold is not None else "")
     run_dir = runs_dir / record_key(row.method, row.dataset, seed, fold)
     lock = RunLock(run_dir)
     if lock.held_elsewhere():
         line += f"  (running: {lock.holder()})"
-    elif holds_old_run(run_dir, record_file):
+    elif holds_old_run(run_dir, record):
         line += "  (runs afresh: the old run's folder is set aside)"
+    elif checkpoint_from_other_code(run_dir, args):
+        line += "  (runs afresh: its checkpoint came from other code or settings)"
     elif last_checkpoint(run_dir).exists():
         line += "  (resumes from last.ckpt)"
     return line
@@ -170,46 +180,6 @@ def _current_record(spec: TaskSpec, path: Path, rerun_stale: bool) -> RunRecord 
         return None
     record = RunRecord(**json.loads(path.read_text()))
     return record if not rerun_stale or is_current(spec, record) else None
-
-
-REPLACES = "replaces.json"
-
-
-def mark_rerun(run_dir: Path, record_file: Path) -> None:
-    """Write into ``run_dir`` which record its run replaces (the record file's sha256), so that a killed re-run
-    is told from the old run by content, not by file times (a checkout or a copy renews a record's mtime)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / REPLACES).write_text(json.dumps({"record": record_file.name, "sha256": sha256_of(record_file)}) + "\n")
-
-
-def holds_old_run(run_dir: Path, record_file: Path) -> bool:
-    """Whether ``run_dir``'s ``last.ckpt`` is the stale record's own run (to set aside), not a killed re-run (to
-    resume). A re-run's folder names the record it replaces (``mark_rerun``); a folder without that mark (a first
-    run, or a re-run started before marks were written) counts as the old run when its checkpoint is older than
-    the record file."""
-    ckpt = last_checkpoint(run_dir)
-    if not ckpt.exists() or not record_file.exists():
-        return False
-    mark = run_dir / REPLACES
-    if mark.exists():
-        return json.loads(mark.read_text()).get("sha256") != sha256_of(record_file)
-    return ckpt.stat().st_mtime <= record_file.stat().st_mtime
-
-
-def set_aside_old_run(run_dir: Path, record_file: Path) -> Path | None:
-    """Before re-running a stale record's row: when ``run_dir`` holds the old run (``holds_old_run``; resuming
-    it would test the old weights), everything in it but the run lock moves to ``<key>.replaced-<n>``; the lock
-    stays, held, so no other process takes the row meanwhile. Returns the new folder, or None when nothing moved."""
-    if not holds_old_run(run_dir, record_file):
-        return None
-    n = 0
-    while (target := run_dir.with_name(f"{run_dir.name}.replaced-{n}")).exists():
-        n += 1
-    target.mkdir()
-    for child in run_dir.iterdir():
-        if child.name != LOCK_NAME:
-            child.rename(target / child.name)
-    return target
 
 
 def report_failed_run(run_dir: Path, key: str, exc: Exception) -> str:
@@ -319,7 +289,8 @@ def reproduce_main(argv: list[str]) -> int:
     if ns.dry_run:
         for row, seed, fold in todo:
             record_file = record_path(spec.name, record_key(row.method, row.dataset, seed, fold), leaderboard)
-            print(_dry_run_line(row, seed, fold, runs_dir, record_file))
+            args = row_args(spec, row, seed, fold, ns.quick)
+            print(_dry_run_line(args, row, seed, fold, runs_dir, record_file))
         return 0
     failures, failed = 0, []
     pages_written = time.monotonic()
@@ -341,6 +312,9 @@ def reproduce_main(argv: list[str]) -> int:
             if old is not None:
                 if (moved := set_aside_old_run(run_dir, path)) is not None:
                     print(f"  the old run's folder moved to {moved}", flush=True)
+            if (moved := set_aside_other_code(run_dir, row_args(spec, row, seed, fold, ns.quick))) is not None:
+                print(f"  its checkpoint came from other code or settings; moved to {moved}", flush=True)
+            if old is not None:
                 mark_rerun(run_dir, path)
             try:
                 record = run_one(spec, row, seed, fold, ns.quick, run_dir)
