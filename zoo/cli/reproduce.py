@@ -11,7 +11,6 @@ the others while it is held. ``--quick`` adds each row's ``quick_overrides`` (a 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 import traceback
@@ -28,7 +27,15 @@ from zoo.cli.run_folder import (
 from zoo.cli.run_lock import RunLock
 from zoo.code_closure import source_hash
 from zoo.errors import ConfigError
-from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, results_dir, write_record
+from zoo.leaderboard.record import (
+    RunRecord,
+    read_record,
+    read_records,
+    record_key,
+    record_path,
+    results_dir,
+    write_record,
+)
 from zoo.leaderboard.render import render_index, render_task
 from zoo.leaderboard.settings import SETTINGS_KEY, is_current, row_args, settings_fingerprint
 from zoo.leaderboard.versions import run_versions
@@ -178,7 +185,7 @@ def _current_record(spec: TaskSpec, path: Path, rerun_stale: bool) -> RunRecord 
     (``is_current``)."""
     if not path.exists():
         return None
-    record = RunRecord(**json.loads(path.read_text()))
+    record = read_record(path)
     return record if not rerun_stale or is_current(spec, record) else None
 
 
@@ -307,7 +314,7 @@ def reproduce_main(argv: list[str]) -> int:
             if _current_record(spec, path, ns.rerun_stale) is not None:
                 print(f"[{i}/{len(todo)}] {key}: skipped, recorded meanwhile", flush=True)
                 continue
-            old = RunRecord(**json.loads(path.read_text())) if path.exists() else None
+            old = read_record(path) if path.exists() else None
             print(f"[{i}/{len(todo)}] {key}" + (" (re-run of a stale record)" if old else ""), flush=True)
             if old is not None:
                 if (moved := set_aside_old_run(run_dir, path)) is not None:

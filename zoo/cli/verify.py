@@ -12,7 +12,6 @@ Exit status 1 when a metric differs by more than ``--tolerance``.
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ from zoo.cli.fit_test import fit_and_test
 from zoo.cli.reproduce import largest_change, set_threads
 from zoo.errors import ConfigError
 from zoo.leaderboard.provenance import written_by_current_code
-from zoo.leaderboard.record import RunRecord, record_path
+from zoo.leaderboard.record import RunRecord, read_record, record_path
 from zoo.leaderboard.settings import row_args, row_of, settings_changed
 from zoo.registry import BenchmarkRow, TaskSpec
 from zoo.runinfo import machine
@@ -62,7 +61,7 @@ def verify_record(spec: TaskSpec, key: str, leaderboard: Path, runs_root: Path) 
     path = record_path(spec.name, stem, leaderboard)
     if not path.exists():
         raise ConfigError(f"no record {path}")
-    record = RunRecord(**json.loads(path.read_text()))
+    record = read_record(path)
     row = row_of(spec, record)
     if row is None:
         raise ConfigError(f"record {stem} is not a benchmark row of {spec.name} (the row was renamed or removed)")

@@ -14,12 +14,11 @@ copies each such figure that exists here to ``plots/<record key>__<name>.png``; 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from pathlib import Path
 
-from zoo.leaderboard.record import RunRecord, results_dir
+from zoo.leaderboard.record import RunRecord, read_record, results_dir
 
 PLOTS = "plots"
 
@@ -54,7 +53,7 @@ def copy_figures(task: str, key: str, results: Path | None = None) -> tuple[list
     folder = results_dir(task) if results is None else Path(results)
     copied, missing = [], []
     for path in sorted(folder.glob("*.json")):
-        record = RunRecord(**json.loads(path.read_text()))
+        record = read_record(path)
         for name, figure in figures_named(record, key).items():
             if not figure.is_file():
                 missing.append(figure)

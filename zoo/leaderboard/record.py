@@ -70,8 +70,13 @@ def write_record(record: RunRecord, root: Path | None = None) -> Path:
     return path
 
 
+def read_record(path: Path) -> RunRecord:
+    """One record file."""
+    return RunRecord(**json.loads(Path(path).read_text()))
+
+
 def read_records(task: str, root: Path | None = None) -> list[RunRecord]:
     folder = results_dir(task, root)
     if not folder.is_dir():
         return []
-    return [RunRecord(**json.loads(p.read_text())) for p in sorted(folder.glob("*.json"))]
+    return [read_record(p) for p in sorted(folder.glob("*.json"))]
