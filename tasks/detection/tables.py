@@ -5,6 +5,9 @@ top-k slots that went to each dynamic expert. Over-activation (the paper's claim
 on an imbalanced mix, the dominant task's experts take the minor task's tokens too, so the tasks' load vectors
 look alike; DroneDINO's task experts and task-recognition loss should keep them apart. Then the detection figures
 each run draws (``extra.detection_figures``), copied into ``plots/`` with ``zoo.leaderboard.example_plots``.
+
+``python -m zoo_tasks.detection.tables`` draws the same loads into ``leaderboard/results/dronedino/expert_load.png``
+(one panel per mix and MoE method, IR and RGB bars per layer and expert), which the page then shows.
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from zoo.leaderboard.example_plots import example_plot_lines
+from zoo.leaderboard.record import results_dir
 from zoo.leaderboard.render import fmt_value
+from zoo.utils.figures import pyplot, save_figure
+
+LOAD_FIGURE = "expert_load.png"
+TASK_COLOURS = {"ir": "tab:red", "rgb": "tab:blue"}
 
 
 def _per_task(records) -> dict:
@@ -38,6 +46,9 @@ def expert_load_tables(records, results: Path | None = None) -> str:
     if not data:
         return "\n".join(figures)
     lines = ["## Dynamic-expert load per task (test split)", ""]
+    folder = results_dir("dronedino") if results is None else Path(results)
+    if (folder / LOAD_FIGURE).exists():
+        lines += [f"![dynamic-expert load per task](results/dronedino/{LOAD_FIGURE})", ""]
     lines += [
         "| dataset | method | task | runs | max/mean load ↓ | load of encoder.0 experts |",
         "|---|---|---|---|---|---|",
@@ -56,3 +67,47 @@ def expert_load_tables(records, results: Path | None = None) -> str:
             d = np.mean([np.abs(np.mean(tasks["ir"][k], 0) - np.mean(tasks["rgb"][k], 0)).sum() for k in common])
             distance.append(f"- {dataset}, {method}: IR-RGB load distance (L1, mean over layers) {fmt_value(float(d))}")
     return "\n".join(lines + ["", *distance, "", *figures]) + "\n"
+
+
+def plot_expert_load(records, path) -> None:
+    """One panel per (mix, MoE method): each dynamic expert's share of each task's test tokens (mean over runs),
+    experts grouped by layer. Over-activation shows as the minority task's bars piling onto the experts the
+    dominant task uses."""
+    data = _per_task(records)
+    if not data:
+        raise ValueError("no record holds extra.expert_load_per_task")
+    plt = pyplot()
+    panels = sorted(data)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(10, 2.6 * len(panels)), squeeze=False)
+    for ax, (dataset, method) in zip(axes[:, 0], panels):
+        tasks = data[(dataset, method)]
+        shared = set.intersection(*(set(v) for v in tasks.values()))
+        layers = sorted(shared, key=lambda name: (not name.startswith("encoder"), name))  # encoder first
+        width = 0.8 / len(tasks)
+        for t, (task, by_layer) in enumerate(sorted(tasks.items())):
+            loads = np.concatenate([np.mean(by_layer[layer], axis=0) for layer in layers])
+            ax.bar(
+                np.arange(len(loads)) + (t - (len(tasks) - 1) / 2) * width,
+                loads,
+                width,
+                label=task,
+                color=TASK_COLOURS.get(task),
+            )
+        experts = len(np.mean(tasks[next(iter(tasks))][layers[0]], axis=0))
+        ax.set_xticks(np.arange(len(layers) * experts))
+        ax.set_xticklabels(
+            [f"{layer}\n{e}" if e == 0 else str(e) for layer in layers for e in range(experts)], fontsize=7
+        )
+        for k in range(1, len(layers)):
+            ax.axvline(k * experts - 0.5, color="grey", lw=0.5)
+        ax.set(title=f"{method}, {dataset}", ylabel="share of test tokens", ylim=(0, 1))
+        ax.legend(fontsize=7, loc="upper right")
+    save_figure(fig, path, dpi=100)
+
+
+if __name__ == "__main__":
+    from zoo.leaderboard.record import read_records
+
+    out = results_dir("dronedino") / LOAD_FIGURE
+    plot_expert_load(read_records("dronedino"), out)
+    print(out)

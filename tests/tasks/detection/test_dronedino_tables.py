@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from zoo_tasks.detection.tables import expert_load_tables
+from zoo_tasks.detection.tables import LOAD_FIGURE, expert_load_tables, plot_expert_load
 
 
 def _record(method, ir, rgb):
@@ -27,3 +27,16 @@ def test_expert_load_table_reports_peak_and_task_distance(tmp_path):
     assert "unified_topk: IR-RGB load distance (L1, mean over layers) 0.000" in text
     assert "dronedino: IR-RGB load distance (L1, mean over layers) 2.000" in text
     assert expert_load_tables([SimpleNamespace(dataset="d", method="dino", extra={})], results=tmp_path) == ""
+
+
+def test_expert_load_figure_is_drawn_from_the_records_and_shown_on_the_page(tmp_path):
+    records = [
+        _record("unified_topk", [0.5, 0.5, 0, 0], [0.5, 0.5, 0, 0]),
+        _record("dronedino", [1, 0, 0, 0], [0, 1, 0, 0]),
+    ]
+    assert "expert_load.png" not in expert_load_tables(records, results=tmp_path)
+    plot_expert_load(records, tmp_path / LOAD_FIGURE)
+    assert (tmp_path / LOAD_FIGURE).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![dynamic-expert load per task](results/dronedino/expert_load.png)" in expert_load_tables(
+        records, results=tmp_path
+    )
