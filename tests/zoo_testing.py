@@ -67,6 +67,19 @@ def fit_parser(config: Path):
     return ParseOnly(args=["--config", str(config)], run=False).parser
 
 
+def quiet_trainer(**overrides) -> pl.Trainer:
+    """A ``pl.Trainer`` for tests: no logger, progress bar, model summary, checkpointing or sanity validation,
+    unless ``overrides`` say otherwise."""
+    options = dict(
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
+    )
+    return pl.Trainer(**{**options, **overrides})
+
+
 class Killed(Exception):
     """Raised by :class:`KillAtStep` in place of a SIGKILL."""
 

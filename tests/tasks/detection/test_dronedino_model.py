@@ -20,7 +20,7 @@ except ImportError as exc:
 import pytorch_lightning as pl  # noqa: E402
 from mmdet.models.detectors import DINO  # noqa: E402
 from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
-from zoo_testing import KillAtStep, Killed, need_dataset  # noqa: E402
+from zoo_testing import KillAtStep, Killed, need_dataset, quiet_trainer  # noqa: E402
 
 from zoo.callbacks.rng_state import RNGStateCheckpoint  # noqa: E402
 from zoo.data.resolve import data_mirror  # noqa: E402
@@ -169,10 +169,8 @@ def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(tmp_path, k
         pl.seed_everything(0)
         dm = DroneDetectionDataModule(tasks=["ir"], image_size=64, batch_size=2, max_images=6, train_crop=56)
         model = DroneDINOModule(**TINY, moe="hetero", router="noisy_topk", checkpoint_every_s=1e-9)
-        trainer = pl.Trainer(
-            logger=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
+        trainer = quiet_trainer(
+            enable_checkpointing=True,
             max_epochs=2,
             limit_val_batches=0,
             callbacks=[ModelCheckpoint(dirpath=root, save_last=True), RNGStateCheckpoint()]

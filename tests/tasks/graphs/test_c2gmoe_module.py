@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from zoo_testing import quiet_trainer
 
 from zoo.errors import ConfigError
 from zoo.moe import Routing
@@ -63,16 +64,7 @@ def test_cora_smoke_fit_writes_routing_summary_and_diagnostics(tmp_path: Path, d
     model = NodeClassifier(
         model="c2gmoe", hidden=8, router_hidden=8, heads=2, expert_kinds=["gcn", "gcn2", "gat"], contrastive_weight=0.5
     )
-    trainer = pl.Trainer(
-        max_epochs=2,
-        default_root_dir=tmp_path,
-        logger=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        enable_checkpointing=False,
-        num_sanity_val_steps=0,
-        callbacks=[RoutingStatsCallback(heatmaps=False)],
-    )
+    trainer = quiet_trainer(max_epochs=2, default_root_dir=tmp_path, callbacks=[RoutingStatsCallback(heatmaps=False)])
     trainer.fit(model, dm)
     result = trainer.test(model, dm, verbose=False)[0]
     assert model.hparams.in_dim == 1433 and model.hparams.num_classes == 7

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from zoo_testing import quiet_trainer
 
 from zoo.errors import ConfigError
 from zoo_tasks.graphs.dynamic.data import DynamicLinkDataModule
@@ -115,13 +116,10 @@ def test_topology_diagnostic_counts_closed_triangles():
 
 
 def test_fit_and_test_log_dyglib_metrics_and_diagnostics(tmp_path):
-    import pytorch_lightning as pl
-
     torch.manual_seed(0)
     dm = tiny_data(tmp_path)
     model = DynamicLinkPredictor(method="dygmoce", node_dim=4, edge_dim=4, **TINY)
-    trainer = pl.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False, num_sanity_val_steps=0)  # fmt: skip
+    trainer = quiet_trainer(max_epochs=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trainer.fit(model, datamodule=dm)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import pytorch_lightning as pl
 import torch
+from zoo_testing import quiet_trainer
 
 from zoo_tasks.mil.mil_data import MUSK1DataModule
 from zoo_tasks.mil.module import MILModule
@@ -27,15 +28,7 @@ def test_smoke_fit_loss_decreases(data_mirror):
     pl.seed_everything(0, verbose=False)
     history = _LossHistory()
     model = MILModule(166, aggregator="gated_abmil", projection="mammoth", lr=2e-3, plot_bags=0)
-    trainer = pl.Trainer(
-        max_epochs=6,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        callbacks=[history],
-    )
+    trainer = quiet_trainer(max_epochs=6, callbacks=[history])
     data = MUSK1DataModule(fold=0, repeat=0, batch_size=16)
     trainer.fit(model, data)
     assert history.losses[-1] < 0.8 * history.losses[0], history.losses

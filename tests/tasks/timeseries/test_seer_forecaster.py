@@ -11,24 +11,12 @@ import pytest
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import ModelCheckpoint
-from zoo_testing import KillAtStep, Killed
+from zoo_testing import KillAtStep, Killed, quiet_trainer
 
 from zoo.callbacks.rng_state import RNGStateCheckpoint
 from zoo.callbacks.routing_stats import SUMMARY_FILE, RoutingStatsCallback
 from zoo_tasks.timeseries.data import ForecastingDataModule
 from zoo_tasks.timeseries.seer import SEERForecaster
-
-
-def _trainer(**kw) -> pl.Trainer:
-    options = dict(
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        inference_mode=False,
-    )
-    return pl.Trainer(**{**options, **kw})
 
 
 def test_one_epoch_on_an_etth1_slice_lowers_the_loss(data_mirror, tmp_path):
@@ -38,7 +26,8 @@ def test_one_epoch_on_an_etth1_slice_lowers_the_loss(data_mirror, tmp_path):
     )
     model = SEERForecaster(pred_len=24, num_channels=7, d_model=32, n_heads=4, d_ff=64, lr=1e-3)
     stats = RoutingStatsCallback(heatmaps=False)
-    trainer = _trainer(
+    trainer = quiet_trainer(
+        inference_mode=False,
         max_epochs=1,
         limit_train_batches=40,
         limit_val_batches=6,
@@ -79,7 +68,8 @@ def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(data_mirror
             pred_len=24, num_channels=7, d_model=16, n_heads=2, d_ff=32, lr=1e-3, checkpoint_every_s=1e-9
         )
         callbacks = [ModelCheckpoint(dirpath=root, save_last=True), RNGStateCheckpoint()]
-        trainer = _trainer(
+        trainer = quiet_trainer(
+            inference_mode=False,
             enable_checkpointing=True,
             max_epochs=2,
             limit_train_batches=10,
