@@ -236,6 +236,8 @@ class DroneDetectionDataModule(pl.LightningDataModule):
             the catalogued datasets through ``zoo.data.resolve`` (sha256-verified).
         dronevehicle_dir: a DroneVehicle folder (``train/``, ``val/``, ``test/``) for the ``rgbir`` task; without
             it ``rgbir`` uses ``synthetic_pairs`` SYNTHETIC pairs of side ``image_size``.
+        seed: the training batch order and augmentations; default: the run's seed (``torch.initial_seed()``, which
+            ``seed_everything`` sets), so each benchmark seed sees its own order.
     """
 
     def __init__(
@@ -250,7 +252,7 @@ class DroneDetectionDataModule(pl.LightningDataModule):
         dronevehicle_dir: str | None = None,
         synthetic_pairs: int = 64,
         num_workers: int = 0,
-        seed: int = 0,
+        seed: int | None = None,
         flip: bool = True,
         train_crop: int | None = None,
     ):
@@ -314,7 +316,8 @@ class DroneDetectionDataModule(pl.LightningDataModule):
                 raise ConfigError(f"task {t!r} has no images in split {split!r}")
             groups[t] = list(range(len(samples), len(samples) + len(part)))
             samples += part
-        sampler = TaskBatchSampler(groups, self.batch_size, shuffle, self.mix if shuffle else None, self.seed)
+        seed = torch.initial_seed() if self.seed is None else self.seed
+        sampler = TaskBatchSampler(groups, self.batch_size, shuffle, self.mix if shuffle else None, seed)
         if not shuffle:
             return DataLoader(
                 DetectionImages(samples, self.image_size),
@@ -329,7 +332,7 @@ class DroneDetectionDataModule(pl.LightningDataModule):
             batch_sampler=sampler,
             collate_fn=collate,
             num_workers=self.num_workers,
-            generator=torch.Generator().manual_seed(self.seed),
+            generator=torch.Generator().manual_seed(seed),
         )
 
     def train_dataloader(self) -> DataLoader:
