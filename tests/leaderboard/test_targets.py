@@ -14,6 +14,7 @@ from zoo.leaderboard.targets import (
     BeatsOnAverage,
     ImprovesOnFraction,
     NotWorse,
+    WithinOfCell,
     WithinOfPublished,
     targets_section,
 )
@@ -169,3 +170,14 @@ def test_numbers_keep_their_meaningful_decimals_and_a_std_follows_its_mean():
     assert [fmt_number(v) for v in (0.12345, 28.8580, 683.24)] == ["0.123", "28.86", "683.2"]
     assert mean_std([600.0, 700.0, 750.0]) == "683.3 ± 76.4 (n=3)"  # not "± 76.38"
     assert mean_std([0.5, 0.7]) == "0.600 ± 0.141 (n=2)"
+
+
+def test_within_of_cell_compares_a_cell_with_another_rows_cell():
+    recs = [_rec("unified", "IR+RGB", 0.30, metric="test/ir/AP"), _rec("single", "IR", 0.315, metric="test/ir/AP")]
+    table = _table(recs, higher=("test/ir/AP",))
+    (v,) = WithinOfCell("unified", "IR+RGB", "single", "IR", "test/ir/AP", margin=0.01).verdicts(table)
+    assert v.met is False and v.target == "unified test/ir/AP ≥ single (IR) − 0.01" and v.where == "IR+RGB"
+    assert WithinOfCell("unified", "IR+RGB", "single", "IR", "test/ir/AP", margin=0.02).verdicts(table)[0].met
+    lower = _table([_rec("u", "A", 0.51, metric="test/mse"), _rec("s", "B", 0.50, metric="test/mse")], higher=())
+    assert WithinOfCell("u", "A", "s", "B", "test/mse", margin=0.01).verdicts(lower)[0].met is True  # 0.51 <= 0.51
+    assert WithinOfCell("u", "A", "s", "C", "test/mse").verdicts(lower)[0].met is None

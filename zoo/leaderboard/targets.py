@@ -167,6 +167,38 @@ class NotWorse:
 
 
 @dataclass(frozen=True)
+class WithinOfCell:
+    """``method``'s mean ``metric`` on ``dataset`` falls short of ``baseline``'s on ``baseline_dataset`` by at most
+    ``margin`` (absolute, in the metric's units and direction): one cell against a cell of another row, e.g. a
+    unified multi-task model's score on one task against that task's own single-task model."""
+
+    method: str
+    dataset: str
+    baseline: str
+    baseline_dataset: str
+    metric: str
+    margin: float = 0.0
+
+    def verdicts(self, table: ResultTable) -> list[Verdict]:
+        higher = self.metric in table.higher
+        ours = table.mean(self.method, self.dataset, self.metric)
+        base = table.mean(self.baseline, self.baseline_dataset, self.metric)
+        slack = f" {'−' if higher else '+'} {self.margin:g}" if self.margin else ""
+        target = (
+            f"{self.method} {self.metric} {_sign(table, self.metric)} {self.baseline} ({self.baseline_dataset}){slack}"
+        )
+        if math.isnan(ours) or math.isnan(base):
+            return [Verdict(target, self.dataset, "cells without runs yet", None)]
+        required = base - self.margin if higher else base + self.margin
+        met = math.isclose(ours, required, rel_tol=1e-9) or not table.better(self.metric, required, ours)
+        n, nb = (
+            table.count(self.method, self.dataset, self.metric),
+            table.count(self.baseline, self.baseline_dataset, self.metric),
+        )
+        return [Verdict(target, self.dataset, f"{_fmt(ours)} (n={n}) vs {_fmt(base)} (n={nb})", met)]
+
+
+@dataclass(frozen=True)
 class BeatsBy:
     """``method``'s mean ``metric`` beats the best of ``baselines``' means by at least ``margin``, per dataset where
     the method and at least one baseline have runs (the best among those that have).
