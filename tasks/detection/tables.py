@@ -93,7 +93,7 @@ def plot_expert_load(records, path) -> None:
                 label=task,
                 color=TASK_COLOURS.get(task),
             )
-        experts = len(np.mean(tasks[next(iter(tasks))][layers[0]], axis=0))
+        experts = len(loads) // len(layers)
         ax.set_xticks(np.arange(len(layers) * experts))
         ax.set_xticklabels(
             [f"{layer}\n{e}" if e == 0 else str(e) for layer in layers for e in range(experts)], fontsize=7

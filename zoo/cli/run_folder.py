@@ -77,16 +77,25 @@ def set_aside_other_code(run_dir: Path, args: Sequence[str]) -> Path | None:
 
     ``zoo.cli.fit_test.check_resumable`` checks the task, model and data of a checkpoint when it is resumed; this
     check sits here, outside the fit, because a change to the fit's own files changes every record's source hash."""
-    moved = move_aside(run_dir) if checkpoint_from_other_code(run_dir, args) else None
+    now = code_and_settings(args)
+    started_by = _started_by(run_dir)
+    moved = move_aside(run_dir) if started_by is not None and started_by != now else None
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / RUN_CODE).write_text(json.dumps(code_and_settings(args)) + "\n")
+    (run_dir / RUN_CODE).write_text(json.dumps(now) + "\n")
     return moved
+
+
+def _started_by(run_dir: Path) -> dict | None:
+    """The code and settings that started the run whose checkpoint ``run_dir`` holds; None without a checkpoint
+    or without ``run_code.json`` (a folder from before these marks)."""
+    mark = run_dir / RUN_CODE
+    if not last_checkpoint(run_dir).exists() or not mark.exists():
+        return None
+    return json.loads(mark.read_text())
 
 
 def checkpoint_from_other_code(run_dir: Path, args: Sequence[str]) -> bool:
     """Whether ``run_dir`` holds a killed run's checkpoint that other code or settings started (its
     ``run_code.json`` differs from ``code_and_settings(args)``). A folder from before these marks: False."""
-    mark = run_dir / RUN_CODE
-    if not last_checkpoint(run_dir).exists() or not mark.exists():
-        return False
-    return json.loads(mark.read_text()) != code_and_settings(args)
+    started_by = _started_by(run_dir)
+    return started_by is not None and started_by != code_and_settings(args)

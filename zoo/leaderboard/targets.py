@@ -30,6 +30,11 @@ def _fmt(value: float) -> str:
     return "—" if math.isnan(value) else fmt_number(value)
 
 
+def _reaches(table: ResultTable, metric: str, ours: float, required: float) -> bool:
+    """``ours`` is at ``required`` (to float rounding) or better in ``metric``'s direction."""
+    return math.isclose(ours, required, rel_tol=1e-9) or not table.better(metric, required, ours)
+
+
 def _sign(table: ResultTable, metric: str, strict: bool = False) -> str:
     if metric in table.higher:
         return ">" if strict else "≥"
@@ -189,8 +194,7 @@ class WithinOfCell:
         )
         if math.isnan(ours) or math.isnan(base):
             return [Verdict(target, self.dataset, "cells without runs yet", None)]
-        required = base - self.margin if higher else base + self.margin
-        met = math.isclose(ours, required, rel_tol=1e-9) or not table.better(self.metric, required, ours)
+        met = _reaches(table, self.metric, ours, base - self.margin if higher else base + self.margin)
         n, nb = (
             table.count(self.method, self.dataset, self.metric),
             table.count(self.baseline, self.baseline_dataset, self.metric),
@@ -222,9 +226,6 @@ class BeatsBy:
         if self.ratio is not None and (self.ratio <= 0 or self.margin):
             raise ConfigError(f"BeatsBy({self.method!r}): give a positive ratio or a margin, not both")
 
-    def _reaches(self, table: ResultTable, ours: float, required: float) -> bool:
-        return math.isclose(ours, required, rel_tol=1e-9) or not table.better(self.metric, required, ours)
-
     def verdicts(self, table: ResultTable) -> list[Verdict]:
         higher = self.metric in table.higher
         of = self.baselines[0] if len(self.baselines) == 1 else f"best of {', '.join(self.baselines)}"
@@ -245,10 +246,10 @@ class BeatsBy:
             best = means[name]
             if self.ratio is None:
                 gain = ours - best if higher else best - ours
-                met = self._reaches(table, ours, best + self.margin if higher else best - self.margin)
+                met = _reaches(table, self.metric, ours, best + self.margin if higher else best - self.margin)
                 achieved = f"{'+' if gain >= 0 else ''}{_fmt(gain)} over best"
             elif best > 0:
-                met = self._reaches(table, ours, best * self.ratio if higher else best / self.ratio)
+                met = _reaches(table, self.metric, ours, best * self.ratio if higher else best / self.ratio)
                 achieved = f"{ours / best:.2f}× best"
             elif best == 0:  # any ratio of 0 is 0: only a strict gain counts (0 vs 0 shows none)
                 met = table.better(self.metric, ours, 0.0)
