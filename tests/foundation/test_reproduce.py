@@ -58,6 +58,9 @@ def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
     assert "1 runs to do (3 in the benchmark, 2 recorded)" in again.stdout
     assert "dense / digits" not in again.stdout and "seed=1" not in again.stdout
     assert "moe / digits seed=0" in again.stdout
+    # its time: the wall time of the row's one record (seed 1), every other run of the row being recorded
+    took = json.loads((board / "results" / "toy" / "moe__digits__seed1.json").read_text())["wall_time_s"]
+    assert f"about {took:.0f} s of one process at the wall times recorded for their rows' settings\n" in again.stdout
 
     excluded = run_zoo([*args, "--dry-run", "--exclude", "moe"], zoo_env, tmp_path)
     assert "0 runs to do" in excluded.stdout

@@ -37,7 +37,7 @@ from zoo.leaderboard.record import (
     write_record,
 )
 from zoo.leaderboard.render import render_index, render_task
-from zoo.leaderboard.settings import SETTINGS_KEY, is_current, row_args, settings_fingerprint
+from zoo.leaderboard.settings import SETTINGS_KEY, is_current, row_args, settings_changed, settings_fingerprint
 from zoo.leaderboard.versions import run_versions
 from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
 from zoo.runinfo import dirty_sources, git_commit, machine
@@ -111,15 +111,24 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def run_one(spec: TaskSpec, row: BenchmarkRow, seed: int, fold: int | None, quick: bool, run_dir: Path) -> RunRecord:
-    """Fit then test one (row, seed, fold); return its record (not yet written)."""
-    args, tuning = row_args(spec, row, seed, fold, quick), None
+def run_one(
+    spec: TaskSpec,
+    row: BenchmarkRow,
+    seed: int,
+    fold: int | None,
+    quick: bool,
+    run_dir: Path,
+    args: list[str] | None = None,
+) -> RunRecord:
+    """Fit then test one (row, seed, fold) with its ``zoo fit`` arguments (``args``, when the caller has built them:
+    ``row_args``); return its record (not yet written)."""
+    args, tuning = args if args is not None else row_args(spec, row, seed, fold, quick), None
     settings = settings_fingerprint(args)
     if row.tune_trials and not quick:
         from zoo.cli.tune import tune_row
 
         tuning = tune_row(spec, row, row.tune_trials, runs=run_dir.parents[2], wait=True)
-        args += tuning.overrides
+        args = [*args, *tuning.overrides]
     result = fit_and_test(args, run_dir)
     result.extra[SETTINGS_KEY] = settings
     if tuning is not None:
@@ -177,6 +186,29 @@ def _dry_run_line(args: list[str], row: BenchmarkRow, seed: int, fold: int | Non
         line += "  (runs afresh: its checkpoint came from other code or settings)"
     elif last_checkpoint(run_dir).exists():
         line += "  (resumes from last.ckpt)"
+    return line
+
+
+def time_to_do(spec: TaskSpec, todo: list[tuple[BenchmarkRow, int, int | None]], records: list[RunRecord]) -> str:
+    """How long the runs ``todo`` take one process, from the wall times of their rows' records that ran with the
+    row's current settings (``settings_changed``; older code counts: a re-run costs about what the run it replaces
+    cost, while a record of other settings, say fewer epochs, says nothing about it)."""
+    times: dict[tuple[str, str], list[float]] = {}
+    for rec in records:
+        if not settings_changed(spec, rec):
+            times.setdefault((rec.method, rec.dataset), []).append(rec.wall_time_s)
+    known = [times[(row.method, row.dataset)] for row, _, _ in todo if (row.method, row.dataset) in times]
+    seconds = sum(sum(t) / len(t) for t in known)
+    took = (
+        f"{seconds:.0f} s"
+        if seconds < 120
+        else f"{seconds / 60:.0f} min"
+        if seconds < 7200
+        else f"{seconds / 3600:.1f} h"
+    )
+    line = f"about {took} of one process at the wall times recorded for their rows' settings"
+    if len(known) < len(todo):
+        line += f"; not counted: {len(todo) - len(known)} of the {len(todo)} runs, whose rows have no such record"
     return line
 
 
@@ -298,6 +330,8 @@ def reproduce_main(argv: list[str]) -> int:
             record_file = record_path(spec.name, record_key(row.method, row.dataset, seed, fold), leaderboard)
             args = row_args(spec, row, seed, fold, ns.quick)
             print(_dry_run_line(args, row, seed, fold, runs_dir, record_file))
+        if todo:
+            print(time_to_do(spec, todo, records))
         return 0
     failures, failed = 0, []
     pages_written = time.monotonic()
@@ -319,12 +353,13 @@ def reproduce_main(argv: list[str]) -> int:
             if old is not None:
                 if (moved := set_aside_old_run(run_dir, path)) is not None:
                     print(f"  the old run's folder moved to {moved}", flush=True)
-            if (moved := set_aside_other_code(run_dir, row_args(spec, row, seed, fold, ns.quick))) is not None:
+            args = row_args(spec, row, seed, fold, ns.quick)
+            if (moved := set_aside_other_code(run_dir, args)) is not None:
                 print(f"  its checkpoint came from other code or settings; moved to {moved}", flush=True)
             if old is not None:
                 mark_rerun(run_dir, path)
             try:
-                record = run_one(spec, row, seed, fold, ns.quick, run_dir)
+                record = run_one(spec, row, seed, fold, ns.quick, run_dir, args)
             except Exception as exc:  # noqa: BLE001 - any error of one run: reported, the grid goes on
                 print(report_failed_run(run_dir, key, exc), flush=True)
                 failed.append(key)
