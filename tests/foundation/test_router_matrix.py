@@ -71,6 +71,22 @@ def test_matrix_page_says_which_routers_beat_the_dense_twin_beyond_one_standard_
     assert "- t: **no router beats the dense twin**; none is behind it" in tie
 
 
+def test_matrix_page_times_each_row_with_its_tuning_measured_or_estimated():
+    def cell(method, task, walls, tuning):
+        extra = {"tuning": tuning}
+        return [
+            make_record("router_matrix", method, task, {"test/acc": 0.8}, seed=i, wall_time_s=w, extra=extra)
+            for i, w in enumerate(walls)
+        ]
+
+    timed = {"trials": 2, "trial_wall_s": [1800.0, 900.0]}
+    records = cell("dense", "t", [1800, 1800], timed) + cell("topk", "t", [900, 900], {"trials": 0})
+    records += cell("dense", "u", [1800, 3600], {"trials": 2})  # a record from before trial times: 2 x 2700 s
+    page = render_matrix(records, {"t": ("test/acc", True), "u": ("test/acc", True)}, ["topk"], {})
+    assert "| t | 2 | 1.50 | 0.75 | 2.25 |" in page
+    assert "| u | 1 | 1.50 | ≈ 1.50 | ≈ 3.00 |" in page
+
+
 def test_a_cell_reads_its_tuning_back_from_records_of_the_current_code():
     """On a new machine the study under runs/ is gone: the cell's remaining seeds reuse the recorded choice (the
     same config as its recorded seeds), unless the code changed since or the study had fewer trials."""

@@ -105,4 +105,5 @@ print(json.dumps({{"tuning": rec.extra["tuning"], "lr": rec.config["model"]["ini
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["tuning"]["trials"] == 2 and result["lr"] == result["tuning"]["params"]["model.init_args.lr"]
+    assert len(result["tuning"]["trial_wall_s"]) == 2 and min(result["tuning"]["trial_wall_s"]) > 0
     assert (tmp_path / "runs" / "tune" / "toy" / "moe__digits" / "best.json").is_file()

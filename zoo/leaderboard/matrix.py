@@ -92,6 +92,41 @@ def _health(records: Sequence[RunRecord]) -> tuple[float, float, float] | None:
     return tuple(statistics.fmean(col) for col in zip(*rows))  # type: ignore[return-value]
 
 
+def _tuning_seconds(recs: Sequence[RunRecord]) -> tuple[float, bool]:
+    """One cell's tuning time and whether it is measured: the study's trial times when its records hold them
+    (``TuneResult.trial_wall_s``), else the trials times the cell's mean tested run (an upper bound: a pruned trial
+    stops early)."""
+    tuning = (recs[0].extra or {}).get("tuning") or {}
+    trials, measured = tuning.get("trials") or 0, tuning.get("trial_wall_s") or []
+    if len(measured) == trials:
+        return float(sum(measured)), True
+    return trials * statistics.fmean(rec.wall_time_s for rec in recs), False
+
+
+def _time_table(cells: Mapping[tuple[str, str], Sequence[RunRecord]], tasks: Sequence[str]) -> list[str]:
+    """Wall time per row: its tested runs (the records) and its cells' tuning (``_tuning_seconds``)."""
+    out = [
+        "## Time per row",
+        "",
+        "Hours of one process, summed from the records' wall times; ≈: some cells' tuning is estimated as trials x "
+        "the cell's mean tested run (their records predate the trial times).",
+        "",
+        "| task | cells | tested runs | tuning | total |",
+        "|---|---|---|---|---|",
+    ]
+    for task in tasks:
+        recs = {column: rs for (t, column), rs in cells.items() if t == task}
+        if not recs:
+            continue
+        runs = sum(rec.wall_time_s for rs in recs.values() for rec in rs)
+        tuned = [_tuning_seconds(rs) for rs in recs.values()]
+        tuning = sum(seconds for seconds, _ in tuned)
+        mark = "" if all(measured for _, measured in tuned) else "≈ "
+        hours = [f"{runs / 3600:.2f}", f"{mark}{tuning / 3600:.2f}", f"{mark}{(runs + tuning) / 3600:.2f}"]
+        out.append(f"| {task} | {len(recs)} | " + " | ".join(hours) + " |")
+    return out
+
+
 def render_matrix(
     records: Sequence[RunRecord],
     metrics: Mapping[str, tuple[str, bool]],
@@ -170,8 +205,7 @@ def render_matrix(
             )
         else:
             out.append(f"| {task} | {column} | not tuned | | |")
-    wall = sum(rec.wall_time_s for rec in records)
-    out += ["", f"Wall time of the tested runs: {wall / 3600:.2f} h (tuning trials not included)."]
+    out += ["", *_time_table(cells, tasks)]
     if notes:
         out += ["", notes.strip()]
     return "\n".join(out) + "\n"

@@ -53,6 +53,7 @@ class TuneResult:
     seed: int
     study: str
     trial_values: list[float | None] = field(default_factory=list)
+    trial_wall_s: list[float] = field(default_factory=list)  # each finished trial's fit, as optuna timed it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -201,6 +202,11 @@ def run_study(
         seed=seed,
         study=str(folder / STUDY_FILE),
         trial_values=[t.value for t in study.get_trials(deepcopy=False, states=finished)],
+        trial_wall_s=[
+            (t.datetime_complete - t.datetime_start).total_seconds()
+            for t in study.get_trials(deepcopy=False, states=finished)
+            if t.datetime_start is not None and t.datetime_complete is not None
+        ],
     )
     (folder / BEST_FILE).write_text(json.dumps(result.to_dict(), indent=1) + "\n")
     return result
