@@ -5,6 +5,7 @@ import json
 
 from zoo_testing import run_zoo
 
+from zoo.leaderboard.cpu_identity import cpu_identity
 from zoo.leaderboard.settings import SETTINGS_KEY
 
 
@@ -40,6 +41,7 @@ def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):
     assert rec["extra"]["wall_time_before_resume_s"] == 0
     assert len(rec["source_hash"]) == 64
     assert rec["machine"]["torch_threads"] == 2  # --threads, whatever OMP_NUM_THREADS says
+    assert rec["machine"]["cpu_isa"] == cpu_identity()["cpu_isa"]  # the kernels' instruction set (AVX2, AVX512, ...)
 
     # a killed run's folder holding another model's checkpoint (the row's config changed) is refused, not resumed
     runs = tmp_path / "runs" / "reproduce" / "toy"
@@ -125,15 +127,19 @@ def test_verify_reruns_a_record_and_fails_when_a_metric_moved(zoo_env, tmp_path)
     assert "dense__digits__seed0 (recorded at " in same.stdout and "max |Δ| = 0: repeats" in same.stdout
     assert json.loads(path.read_text()) == recorded  # verifying never rewrites the record
     assert len(list((runs / "verify" / "toy" / "dense__digits__seed0").iterdir())) == 1  # a fresh run folder
-    assert "settings changed" not in same.stdout
+    assert "settings changed" not in same.stdout and "cpu" not in same.stdout  # same CPU: no note
 
     recorded["metrics"]["test/acc"] -= 0.25
     recorded["extra"][SETTINGS_KEY] = "written-with-other-settings"
+    recorded["machine"]["cpu_isa"] = "AVX512"
+    del recorded["machine"]["cpu_id"]  # as in records from before zoo.leaderboard.cpu_identity
     path.write_text(json.dumps(recorded))
     moved = run_zoo([*base, "--verify", str(path)], zoo_env, tmp_path)
     assert moved.returncode == 1 and "DIFFERS (tolerance 1e-06)" in moved.stdout
     assert "max |Δ| = 0.25" in moved.stdout
     assert "note: the row's settings changed since the record" in moved.stdout
+    assert f"note: cpu_isa: record 'AVX512', here {cpu_identity()['cpu_isa']!r}" in moved.stdout
+    assert "note: the record does not name its cpu_id" in moved.stdout
 
     unknown = run_zoo([*base, "--verify", "dense__digits__seed7"], zoo_env, tmp_path)
     assert unknown.returncode != 0 and "Traceback" not in unknown.stdout + unknown.stderr

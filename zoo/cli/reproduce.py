@@ -27,6 +27,7 @@ from zoo.cli.run_folder import (
 from zoo.cli.run_lock import RunLock
 from zoo.code_closure import source_hash
 from zoo.errors import ConfigError
+from zoo.leaderboard.cpu_identity import cpu_identity
 from zoo.leaderboard.record import (
     RunRecord,
     read_record,
@@ -161,7 +162,7 @@ def record_of(
         versions=run_versions(),
         wall_time_s=result.wall_time_s,
         commit=git_commit(),
-        machine=machine(),
+        machine={**machine(), **cpu_identity()},
         reduced=reduced,
         note=note,
         extra=result.extra if extra is None else extra,

@@ -5,8 +5,9 @@ A record is only worth publishing if its row repeats. For each record (its file 
 and tuned values into a fresh folder under ``runs/verify/`` (never resuming, never writing a record), then prints
 the recorded and the new value of every metric and the largest difference. It also says what differs between the
 record's run and this one: its row's settings (the re-run uses the current ones), its source fingerprint and the CPU
-model, since those may legitimately move the numbers: a record written with other settings, by other code or on
-another CPU model is not expected to repeat to the last bit.
+(model name, the instruction set of torch's kernels, family / model / stepping: ``zoo.leaderboard.cpu_identity``),
+since those may legitimately move the numbers: a record written with other settings, by other code or on another
+kind of CPU is not expected to repeat to the last bit.
 Exit status 1 when a metric differs by more than ``--tolerance``.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 from zoo.cli.fit_test import fit_and_test
 from zoo.cli.reproduce import largest_change, set_threads
 from zoo.errors import ConfigError
+from zoo.leaderboard.cpu_identity import IDENTITY_KEYS, cpu_identity
 from zoo.leaderboard.provenance import written_by_current_code
 from zoo.leaderboard.record import RunRecord, read_record, record_path
 from zoo.leaderboard.settings import row_args, row_of, settings_changed
@@ -50,8 +52,11 @@ def _differences(spec: TaskSpec, record: RunRecord, here: dict) -> list[str]:
         out.append("the record was written by other code (source fingerprint differs)")
     elif current is None:
         out.append("the record has no source fingerprint")
-    if record.machine.get("cpu") != here.get("cpu"):
-        out.append(f"CPU model: record {record.machine.get('cpu')!r}, here {here.get('cpu')!r}")
+    for key in IDENTITY_KEYS:
+        if key not in record.machine:
+            out.append(f"the record does not name its {key} (here {here.get(key)!r}): it may have met another CPU")
+        elif record.machine[key] != here.get(key):
+            out.append(f"{key}: record {record.machine[key]!r}, here {here.get(key)!r}")
     return out
 
 
@@ -75,7 +80,7 @@ def verify_record(spec: TaskSpec, key: str, leaderboard: Path, runs_root: Path) 
 
 
 def verify_main(spec: TaskSpec, keys: list[str], leaderboard: Path, runs_root: Path, tolerance: float) -> int:
-    here, worst_all = machine(), 0.0
+    here, worst_all = {**machine(), **cpu_identity()}, 0.0
     for key in keys:
         record, metrics = verify_record(spec, key, leaderboard, runs_root)
         change = largest_change(record.metrics, metrics)
