@@ -190,6 +190,12 @@ def _dry_run_line(args: list[str], row: BenchmarkRow, seed: int, fold: int | Non
     return line
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
 def time_to_do(spec: TaskSpec, todo: list[tuple[BenchmarkRow, int, int | None]], records: list[RunRecord]) -> str:
     """How long the runs ``todo`` take one process, from the wall times of their rows' records that ran with the
     row's current settings (``settings_changed``; older code counts: a re-run costs about what the run it replaces
@@ -199,15 +205,10 @@ def time_to_do(spec: TaskSpec, todo: list[tuple[BenchmarkRow, int, int | None]],
         if not settings_changed(spec, rec):
             times.setdefault((rec.method, rec.dataset), []).append(rec.wall_time_s)
     known = [times[(row.method, row.dataset)] for row, _, _ in todo if (row.method, row.dataset) in times]
+    if not known:
+        return "how long: unknown, no record of their rows ran with the rows' current settings"
     seconds = sum(sum(t) / len(t) for t in known)
-    took = (
-        f"{seconds:.0f} s"
-        if seconds < 120
-        else f"{seconds / 60:.0f} min"
-        if seconds < 7200
-        else f"{seconds / 3600:.1f} h"
-    )
-    line = f"about {took} of one process at the wall times recorded for their rows' settings"
+    line = f"about {_duration(seconds)} of one process at the wall times recorded for their rows' settings"
     if len(known) < len(todo):
         line += f"; not counted: {len(todo) - len(known)} of the {len(todo)} runs, whose rows have no such record"
     return line
