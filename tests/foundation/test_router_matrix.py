@@ -69,6 +69,10 @@ def test_matrix_page_says_which_routers_beat_the_dense_twin_beyond_one_standard_
     assert "- u: not enough cells run" in page
     tie = render_matrix(cell("dense", [0.8, 0.9]) + cell("topk", [0.85, 0.95]), {"t": ("test/acc", True)}, ["topk"], {})
     assert "- t: **no router beats the dense twin**; none is behind it" in tie
+    one_seed = render_matrix(
+        records + cell("grouped", [0.5]), {"t": ("test/acc", True)}, ["grouped", "kern", "topk"], {}
+    )
+    assert "- t: beat the dense twin: topk; behind it: kern (one run so far, not judged: grouped)" in one_seed
 
 
 def test_matrix_page_times_each_row_with_its_tuning_measured_or_estimated():

@@ -59,13 +59,17 @@ def _interval(stat: tuple[float, float, int]) -> tuple[float, float]:
 
 
 def _versus_dense(stats: Mapping[str, tuple[float, float, int]], higher: bool) -> str:
-    """Which routers beat / trail the dense twin with non-overlapping ±1 s.e. intervals (issue 26's test)."""
-    if DENSE not in stats or not stats[DENSE][2] or len(stats) < 2:
+    """Which routers beat / trail the dense twin with non-overlapping ±1 s.e. intervals (issue 26's test); a cell of
+    one run has no standard error, so it is named but not judged."""
+    if DENSE not in stats or stats[DENSE][2] < 2 or len(stats) < 2:
         return "not enough cells run"
     lo_d, hi_d = _interval(stats[DENSE])
-    better, worse = [], []
+    better, worse, unjudged = [], [], []
     for column, stat in sorted(stats.items()):
         if column == DENSE or not stat[2]:
+            continue
+        if stat[2] < 2:
+            unjudged.append(column)
             continue
         lo, hi = _interval(stat)
         if (lo > hi_d) if higher else (hi < lo_d):
@@ -73,7 +77,8 @@ def _versus_dense(stats: Mapping[str, tuple[float, float, int]], higher: bool) -
         elif (hi < lo_d) if higher else (lo > hi_d):
             worse.append(column)
     said = f"beat the dense twin: {', '.join(better)}" if better else "**no router beats the dense twin**"
-    return said + (f"; behind it: {', '.join(worse)}" if worse else "; none is behind it")
+    said += f"; behind it: {', '.join(worse)}" if worse else "; none is behind it"
+    return said + (f" (one run so far, not judged: {', '.join(unjudged)})" if unjudged else "")
 
 
 def _health(records: Sequence[RunRecord]) -> tuple[float, float, float] | None:
