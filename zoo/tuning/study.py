@@ -189,22 +189,22 @@ def run_study(
     completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if not completed:
         raise ConfigError(f"{folder}: no trial completed (all pruned); raise the budget or the warm-up")
-    best = study.best_trial
+    best, ended = study.best_trial, study.get_trials(deepcopy=False, states=finished)
     result = TuneResult(
         params=dict(best.params),
         overrides=as_overrides(best.params),
         value=float(best.value),
         metric=name,
         direction=direction,
-        trials=len(study.get_trials(deepcopy=False, states=finished)),
+        trials=len(ended),
         pruned=len(study.get_trials(deepcopy=False, states=(TrialState.PRUNED,))),
         space=describe(space),
         seed=seed,
         study=str(folder / STUDY_FILE),
-        trial_values=[t.value for t in study.get_trials(deepcopy=False, states=finished)],
+        trial_values=[t.value for t in ended],
         trial_wall_s=[
             (t.datetime_complete - t.datetime_start).total_seconds()
-            for t in study.get_trials(deepcopy=False, states=finished)
+            for t in ended
             if t.datetime_start is not None and t.datetime_complete is not None
         ],
     )
