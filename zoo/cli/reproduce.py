@@ -27,7 +27,7 @@ from zoo.cli.run_folder import (
 from zoo.cli.run_lock import RunLock
 from zoo.code_closure import source_hash
 from zoo.errors import ConfigError
-from zoo.leaderboard.cpu_identity import cpu_identity
+from zoo.leaderboard.cpu_identity import record_machine
 from zoo.leaderboard.record import (
     RunRecord,
     read_record,
@@ -41,7 +41,7 @@ from zoo.leaderboard.render import render_index, render_task
 from zoo.leaderboard.settings import SETTINGS_KEY, is_current, row_args, settings_changed, settings_fingerprint
 from zoo.leaderboard.versions import run_versions
 from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
-from zoo.runinfo import dirty_sources, git_commit, machine
+from zoo.runinfo import dirty_sources, git_commit
 
 
 def add_threads_option(p: argparse.ArgumentParser) -> None:
@@ -162,7 +162,7 @@ def record_of(
         versions=run_versions(),
         wall_time_s=result.wall_time_s,
         commit=git_commit(),
-        machine={**machine(), **cpu_identity()},
+        machine=record_machine(),
         reduced=reduced,
         note=note,
         extra=result.extra if extra is None else extra,

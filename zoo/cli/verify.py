@@ -20,12 +20,11 @@ from pathlib import Path
 from zoo.cli.fit_test import fit_and_test
 from zoo.cli.reproduce import largest_change, set_threads
 from zoo.errors import ConfigError
-from zoo.leaderboard.cpu_identity import IDENTITY_KEYS, cpu_identity
+from zoo.leaderboard.cpu_identity import IDENTITY_KEYS, record_machine
 from zoo.leaderboard.provenance import written_by_current_code
 from zoo.leaderboard.record import RunRecord, read_record, record_path
 from zoo.leaderboard.settings import row_args, row_of, settings_changed
 from zoo.registry import BenchmarkRow, TaskSpec
-from zoo.runinfo import machine
 
 
 def _tuned_overrides(row: BenchmarkRow, record: RunRecord) -> list[str]:
@@ -80,7 +79,7 @@ def verify_record(spec: TaskSpec, key: str, leaderboard: Path, runs_root: Path) 
 
 
 def verify_main(spec: TaskSpec, keys: list[str], leaderboard: Path, runs_root: Path, tolerance: float) -> int:
-    here, worst_all = {**machine(), **cpu_identity()}, 0.0
+    here, worst_all = record_machine(), 0.0
     for key in keys:
         record, metrics = verify_record(spec, key, leaderboard, runs_root)
         change = largest_change(record.metrics, metrics)

@@ -4,8 +4,8 @@ family / model / stepping.
 CPU float sums depend on the kernels: an AVX-512 GEMM adds in another order than an AVX2 one, so a deterministic
 run repeats to the last bit only on the same kind of CPU. Virtual machines often name their CPU "AMD EPYC" or
 "Intel Xeon Processor" whatever its generation, so the model name alone cannot say whether a record that does not
-repeat met another CPU. ``zoo reproduce`` adds these keys to a record's ``machine``; ``zoo reproduce --verify``
-compares them.
+repeat met another CPU. ``record_machine()`` is the ``machine`` a record gets (``zoo reproduce`` and the router
+matrix write it) and the one ``zoo reproduce --verify`` compares a record with.
 
 Kept out of ``zoo.runinfo`` on purpose: every run imports runinfo, so its source is part of every record's source
 fingerprint (``zoo.code_closure``) and a change there would mark every record as written by other code.
@@ -40,3 +40,11 @@ def cpu_identity(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
     if all(k in fields for k in ("cpu family", "model", "stepping")):
         info["cpu_id"] = f"family {fields['cpu family']} model {fields['model']} stepping {fields['stepping']}"
     return info
+
+
+def record_machine() -> dict:
+    """This machine as a leaderboard record names it: ``zoo.runinfo.machine()`` (CPU model, cores, torch threads,
+    ...) plus ``cpu_identity()``."""
+    from zoo.runinfo import machine
+
+    return {**machine(), **cpu_identity()}
