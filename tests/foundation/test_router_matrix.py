@@ -89,6 +89,19 @@ def test_matrix_page_times_each_row_with_its_tuning_measured_or_estimated():
     page = render_matrix(records, {"t": ("test/acc", True), "u": ("test/acc", True)}, ["topk"], {})
     assert "| t | 2 | 1.50 | 0.75 | 2.25 |" in page
     assert "| u | 1 | 1.50 | ≈ 1.50 | ≈ 3.00 |" in page
+    assert "- t: ?, ? cores: 4" in page  # the records name no machine
+
+
+def test_matrix_page_names_each_rows_cpu_kinds():
+    amd = {"cpu": "AMD EPYC", "cores": 2, "cpu_isa": "AVX2", "cpu_id": "family 25 model 1 stepping 1"}
+    records = [
+        make_record("router_matrix", "dense", "t", {"test/acc": 0.8}, seed=0, machine=amd),
+        make_record("router_matrix", "topk", "t", {"test/acc": 0.7}, seed=0, machine=amd),
+        make_record("router_matrix", "dense", "u", {"test/acc": 0.8}, seed=0, machine={"cpu": "Intel", "cores": 2}),
+    ]
+    page = render_matrix(records, {"t": ("test/acc", True), "u": ("test/acc", True)}, ["topk"], {})
+    assert "- t: AMD EPYC, 2 cores, AVX2, family 25 model 1 stepping 1: 2" in page
+    assert "- u: Intel, 2 cores: 1" in page
 
 
 def test_a_cell_reads_its_tuning_back_from_records_of_the_current_code():

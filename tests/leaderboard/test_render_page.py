@@ -103,3 +103,16 @@ def test_a_method_without_a_row_on_a_dataset_is_marked_apart_from_a_row_not_run_
     full = TaskSpec(**{**vars(spec), "benchmark": (*rows, BenchmarkRow("ablation", "B", "x.yaml"))})
     page = render_task(full, [_rec("moe", 0.8, 0, "v1"), ablation], leaderboard_dir=tmp_path)
     assert "| B | not run | not run |" in page and "×" not in page
+
+
+def test_page_counts_records_per_cpu_kind(tmp_path):
+    amd = {"cpu": "AMD EPYC", "cores": 2, "cpu_isa": "AVX2", "cpu_id": "family 25 model 1 stepping 1"}
+    records = [_rec("moe", 0.80, 0, "v1"), _rec("moe", 0.90, 1, "v1"), _rec("dense", 0.70, 0, "v1")]
+    records[0].machine.update(amd)
+    records[1].machine.update(amd)
+    records[2].machine.update(cpu="Intel(R) Xeon(R) Processor", cores=2)  # a record older than cpu_isa / cpu_id
+    page = render_task(_spec(), records, leaderboard_dir=tmp_path)
+    assert (
+        "machines: AMD EPYC, 2 cores, AVX2, family 25 model 1 stepping 1: 2; Intel(R) Xeon(R) Processor, 2 cores: 1;"
+        in page
+    )

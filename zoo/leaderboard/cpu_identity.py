@@ -13,7 +13,12 @@ fingerprint (``zoo.code_closure``) and a change there would mark every record as
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zoo.leaderboard.record import RunRecord
 
 IDENTITY_KEYS = ("cpu", "cpu_isa", "cpu_id")
 
@@ -48,3 +53,21 @@ def record_machine() -> dict:
     from zoo.runinfo import machine
 
     return {**machine(), **cpu_identity()}
+
+
+def machine_counts(records: Sequence[RunRecord]) -> str:
+    """The machines the records ran on, each with its record count, e.g. ``AMD EPYC, 2 cores, AVX2, family 25 model 1
+    stepping 1: 14; Intel(R) Xeon(R) Processor, 2 cores: 1``. A deterministic record repeats to the last bit only on
+    its CPU kind (``zoo.leaderboard.cpu_identity``), so the page says which kinds its numbers came from; records
+    older than ``cpu_isa`` / ``cpu_id`` name the model and cores only."""
+    counts: dict[str, int] = {}
+    for r in records:
+        m = r.machine or {}
+        parts = [
+            str(m.get("cpu", "?")),
+            f"{m.get('cores', '?')} cores",
+            *(str(m[k]) for k in ("cpu_isa", "cpu_id") if k in m),
+        ]
+        name = ", ".join(parts)
+        counts[name] = counts.get(name, 0) + 1
+    return "; ".join(f"{name}: {n}" for name, n in sorted(counts.items()))

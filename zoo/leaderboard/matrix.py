@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from zoo.leaderboard.cpu_identity import machine_counts
 from zoo.leaderboard.record import RunRecord, results_dir
 
 MATRIX_TASK = "router_matrix"
@@ -211,6 +212,15 @@ def render_matrix(
         else:
             out.append(f"| {task} | {column} | not tuned | | |")
     out += ["", *_time_table(cells, tasks)]
+    out += [
+        "",
+        "Machines per row (records per CPU kind: a deterministic run repeats to the last bit on its own kind):",
+        "",
+    ]
+    for task in tasks:
+        recs = [rec for (t, _), cell in cells.items() if t == task for rec in cell]
+        if recs:
+            out.append(f"- {task}: {machine_counts(recs)}")
     if notes:
         out += ["", notes.strip()]
     return "\n".join(out) + "\n"

@@ -7,6 +7,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from zoo.leaderboard.cpu_identity import machine_counts
 from zoo.leaderboard.numbers import fmt_number
 from zoo.leaderboard.provenance import UNKNOWN, changed_sources, code_version, written_by_current_code
 from zoo.leaderboard.record import RunRecord
@@ -189,7 +190,7 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
     notes = grouped_notes(spec.benchmark)
     sources = sorted({r.published_source for r in spec.benchmark if r.published_source})
     versions = sorted({", ".join(f"{k} {v}" for k, v in r.versions.items()) for r in records})
-    machines = sorted({f"{r.machine.get('cpu', '?')} ({r.machine.get('cores', '?')} cores)" for r in records})
+    machines = machine_counts(records)
     commits = sorted({r.commit[:12] for r in records if r.commit})
     lines += ["## Notes", ""]
     if notes_file.is_file():
@@ -199,7 +200,7 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
         "",
         "Published numbers: " + ("; ".join(sources) or "none"),
         "",
-        f"Runs: {len(records)} records; machines: {'; '.join(machines) or '—'}; commits: {', '.join(commits) or '—'}",
+        f"Runs: {len(records)} records; machines: {machines or '—'}; commits: {', '.join(commits) or '—'}",
         "",
         "Versions: " + (" | ".join(versions) or "—"),
         "",
