@@ -57,9 +57,8 @@ def record_machine() -> dict:
 
 def machine_counts(records: Sequence[RunRecord]) -> str:
     """The machines the records ran on, each with its record count, e.g. ``AMD EPYC, 2 cores, AVX2, family 25 model 1
-    stepping 1: 14; Intel(R) Xeon(R) Processor, 2 cores: 1``. A deterministic record repeats to the last bit only on
-    its CPU kind (``zoo.leaderboard.cpu_identity``), so the page says which kinds its numbers came from; records
-    older than ``cpu_isa`` / ``cpu_id`` name the model and cores only."""
+    stepping 1: 14; Intel(R) Xeon(R) Processor, 2 cores: 1``, for a page: a deterministic record repeats to the last
+    bit only on its own CPU kind. Records older than ``cpu_isa`` / ``cpu_id`` name the model and cores only."""
     counts: dict[str, int] = {}
     for r in records:
         m = r.machine or {}
