@@ -186,10 +186,10 @@ def run_study(
         study.optimize(objective, n_trials=trials - done, catch=(ConfigError,), gc_after_trial=True)
         if all(t.state == TrialState.FAIL for t in study.trials[-(trials - done) :]):
             raise ConfigError(f"{folder}: every trial failed; see the trial folders")
-    completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    if not completed:
+    ended = study.get_trials(deepcopy=False, states=finished)
+    if not any(t.state == TrialState.COMPLETE for t in ended):
         raise ConfigError(f"{folder}: no trial completed (all pruned); raise the budget or the warm-up")
-    best, ended = study.best_trial, study.get_trials(deepcopy=False, states=finished)
+    best = study.best_trial
     result = TuneResult(
         params=dict(best.params),
         overrides=as_overrides(best.params),
@@ -197,7 +197,7 @@ def run_study(
         metric=name,
         direction=direction,
         trials=len(ended),
-        pruned=len(study.get_trials(deepcopy=False, states=(TrialState.PRUNED,))),
+        pruned=sum(t.state == TrialState.PRUNED for t in ended),
         space=describe(space),
         seed=seed,
         study=str(folder / STUDY_FILE),
