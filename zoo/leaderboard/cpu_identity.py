@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zoo.runinfo import machine
+
 if TYPE_CHECKING:
     from zoo.leaderboard.record import RunRecord
 
@@ -50,8 +52,6 @@ def cpu_identity(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
 def record_machine() -> dict:
     """This machine as a leaderboard record names it: ``zoo.runinfo.machine()`` (CPU model, cores, torch threads,
     ...) plus ``cpu_identity()``."""
-    from zoo.runinfo import machine
-
     return {**machine(), **cpu_identity()}
 
 
