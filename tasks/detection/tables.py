@@ -7,12 +7,14 @@ look alike; DroneDINO's task experts and task-recognition loss should keep them 
 each run draws (``extra.detection_figures``), copied into ``plots/`` with ``zoo.leaderboard.example_plots``.
 
 ``python -m zoo_tasks.detection.tables`` draws the same loads into ``leaderboard/results/dronedino/expert_load.png``
-(one panel per mix and MoE method, IR and RGB bars per layer and expert), which the page then shows.
+(one panel per mix and MoE method, IR and RGB bars per layer and expert), which the page then shows. Table rows
+and figure panels whose runs the page marks ° (not written by the current code or settings) carry the mark too.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,10 +22,24 @@ import numpy as np
 from zoo.leaderboard.example_plots import example_plot_lines
 from zoo.leaderboard.record import results_dir
 from zoo.leaderboard.render import fmt_value
+from zoo.leaderboard.settings import is_current
+from zoo.registry import get_task
 from zoo.utils.figures import pyplot, save_figure
 
 LOAD_FIGURE = "expert_load.png"
 TASK_COLOURS = {"ir": "tab:red", "rgb": "tab:blue"}
+NOT_CURRENT = " °"
+
+
+def _dronedino_current(record) -> bool:
+    """The page's test for leaving a record unmarked (``zoo.leaderboard.settings.is_current``)."""
+    return is_current(get_task("dronedino"), record)
+
+
+def _not_current(records, current: Callable | None) -> set:
+    """(dataset, method) groups with a load record that ``current`` rejects: what the page marks °."""
+    current = current or _dronedino_current
+    return {(r.dataset, r.method) for r in records if (r.extra or {}).get("expert_load_per_task") and not current(r)}
 
 
 def _per_task(records) -> dict:
@@ -37,9 +53,11 @@ def _per_task(records) -> dict:
     return out
 
 
-def expert_load_tables(records, results: Path | None = None) -> str:
+def expert_load_tables(records, results: Path | None = None, current: Callable | None = None) -> str:
     """Markdown: per (dataset, method, task) the max/mean dynamic-expert load (mean over layers and runs), and
-    per (dataset, method) the L1 distance between the IR and RGB load vectors (0 = the tasks share experts alike)."""
+    per (dataset, method) the L1 distance between the IR and RGB load vectors (0 = the tasks share experts alike).
+    ``current(record)`` says whether a record is current (default: the page's ``is_current``); the others' rows
+    carry ``°``."""
     heading = "Detections on the first test image of each task (ground truth green, predictions red with scores)"
     figures = example_plot_lines("dronedino", heading, results)
     data = _per_task(records)
@@ -54,28 +72,38 @@ def expert_load_tables(records, results: Path | None = None) -> str:
         "|---|---|---|---|---|---|",
     ]
     distance = []
+    stale = _not_current(records, current)
     for (dataset, method), tasks in sorted(data.items()):
+        mark = NOT_CURRENT if (dataset, method) in stale else ""
         for task, layers in sorted(tasks.items()):
             mean_loads = {name: np.mean(v, axis=0) for name, v in layers.items()}
             peak = np.mean([load.max() * len(load) for load in mean_loads.values()])
             first = mean_loads.get("encoder.0", next(iter(mean_loads.values())))
             runs = max(len(v) for v in layers.values())
             shares = " / ".join(f"{v:.2f}" for v in first)
-            lines.append(f"| {dataset} | {method} | {task} | {runs} | {fmt_value(float(peak))} | {shares} |")
+            lines.append(f"| {dataset} | {method}{mark} | {task} | {runs} | {fmt_value(float(peak))} | {shares} |")
         if "ir" in tasks and "rgb" in tasks:
             common = set(tasks["ir"]) & set(tasks["rgb"])
             d = np.mean([np.abs(np.mean(tasks["ir"][k], 0) - np.mean(tasks["rgb"][k], 0)).sum() for k in common])
-            distance.append(f"- {dataset}, {method}: IR-RGB load distance (L1, mean over layers) {fmt_value(float(d))}")
+            distance.append(
+                f"- {dataset}, {method}{mark}: IR-RGB load distance (L1, mean over layers) {fmt_value(float(d))}"
+            )
+    if stale:
+        distance.append(
+            "- ° rows come from runs the tables above mark ° (not written by the current code or settings); the "
+            "figure's panels of those runs say so in their titles."
+        )
     return "\n".join(lines + ["", *distance, "", *figures]) + "\n"
 
 
-def plot_expert_load(records, path) -> None:
+def plot_expert_load(records, path, current: Callable | None = None) -> None:
     """One panel per (mix, MoE method): each dynamic expert's share of each task's test tokens (mean over runs),
     experts grouped by layer. Over-activation shows as the minority task's bars piling onto the experts the
-    dominant task uses."""
+    dominant task uses. Panels of runs ``current`` rejects (default: the page's ``is_current``) are titled °."""
     data = _per_task(records)
     if not data:
         raise ValueError("no record holds extra.expert_load_per_task")
+    stale = _not_current(records, current)
     plt = pyplot()
     panels = sorted(data)
     fig, axes = plt.subplots(len(panels), 1, figsize=(10, 2.6 * len(panels)), squeeze=False)
@@ -100,7 +128,8 @@ def plot_expert_load(records, path) -> None:
         )
         for k in range(1, len(layers)):
             ax.axvline(k * experts - 0.5, color="grey", lw=0.5)
-        ax.set(title=f"{method}, {dataset}", ylabel="share of test tokens", ylim=(0, 1))
+        mark = " ° (not the current code or settings)" if (dataset, method) in stale else ""
+        ax.set(title=f"{method}, {dataset}{mark}", ylabel="share of test tokens", ylim=(0, 1))
         ax.legend(fontsize=7, loc="upper right")
     save_figure(fig, path, dpi=100)
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import zoo_tasks.detection.tables as tables
 from zoo_tasks.detection.tables import LOAD_FIGURE, expert_load_tables, plot_expert_load
+
+
+def _all_current(record):
+    return True
 
 
 def _record(method, ir, rgb):
@@ -22,11 +27,14 @@ def test_expert_load_table_reports_peak_and_task_distance(tmp_path):
             _record("dronedino", [0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5]),
         ],
         results=tmp_path,
+        current=_all_current,
     )
     assert "| IR+RGB 4:1 | unified_topk | ir | 1 | 2.000 | 0.50 / 0.50 / 0.00 / 0.00 |" in text
     assert "unified_topk: IR-RGB load distance (L1, mean over layers) 0.000" in text
     assert "dronedino: IR-RGB load distance (L1, mean over layers) 2.000" in text
-    assert expert_load_tables([SimpleNamespace(dataset="d", method="dino", extra={})], results=tmp_path) == ""
+    assert "°" not in text
+    no_loads = [SimpleNamespace(dataset="d", method="dino", extra={})]
+    assert expert_load_tables(no_loads, results=tmp_path, current=_all_current) == ""
 
 
 def test_expert_load_figure_is_drawn_from_the_records_and_shown_on_the_page(tmp_path):
@@ -34,9 +42,32 @@ def test_expert_load_figure_is_drawn_from_the_records_and_shown_on_the_page(tmp_
         _record("unified_topk", [0.5, 0.5, 0, 0], [0.5, 0.5, 0, 0]),
         _record("dronedino", [1, 0, 0, 0], [0, 1, 0, 0]),
     ]
-    assert "expert_load.png" not in expert_load_tables(records, results=tmp_path)
-    plot_expert_load(records, tmp_path / LOAD_FIGURE)
+    assert "expert_load.png" not in expert_load_tables(records, results=tmp_path, current=_all_current)
+    plot_expert_load(records, tmp_path / LOAD_FIGURE, current=_all_current)
     assert (tmp_path / LOAD_FIGURE).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "![dynamic-expert load per task](results/dronedino/expert_load.png)" in expert_load_tables(
-        records, results=tmp_path
+        records, results=tmp_path, current=_all_current
     )
+
+
+def test_rows_and_panels_of_runs_that_are_not_current_carry_the_pages_mark(tmp_path, monkeypatch):
+    records = [
+        _record("unified_topk", [0.5, 0.5, 0, 0], [0.5, 0.5, 0, 0]),
+        _record("dronedino", [1, 0, 0, 0], [0, 1, 0, 0]),
+    ]
+
+    def only_topk_current(record):
+        return record.method == "unified_topk"
+
+    text = expert_load_tables(records, results=tmp_path, current=only_topk_current)
+    assert "| IR+RGB 4:1 | dronedino ° | ir |" in text
+    assert "| IR+RGB 4:1 | unified_topk | ir |" in text
+    assert "- IR+RGB 4:1, dronedino °: IR-RGB load distance" in text
+    assert "- ° rows come from runs" in text
+
+    titles = {}
+    monkeypatch.setattr(
+        tables, "save_figure", lambda fig, path, dpi: titles.update(t=[a.get_title() for a in fig.axes])
+    )
+    plot_expert_load(records, tmp_path / LOAD_FIGURE, current=only_topk_current)
+    assert titles["t"] == ["dronedino, IR+RGB 4:1 ° (not the current code or settings)", "unified_topk, IR+RGB 4:1"]
