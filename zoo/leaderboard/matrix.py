@@ -110,15 +110,17 @@ def _tuning_seconds(recs: Sequence[RunRecord]) -> tuple[float, bool]:
 
 
 def _time_table(cells: Mapping[tuple[str, str], Sequence[RunRecord]], tasks: Sequence[str]) -> list[str]:
-    """Wall time per row: its tested runs (the records) and its cells' tuning (``_tuning_seconds``)."""
+    """Wall time per row, its tested runs (the records) and its cells' tuning (``_tuning_seconds``), and the CPU
+    kinds the row's records ran on."""
     out = [
-        "## Time per row",
+        "## Time and machines per row",
         "",
         "Hours of one process, summed from the records' wall times; ≈: some cells' tuning is estimated as trials x "
-        "the cell's mean tested run (their records predate the trial times).",
+        "the cell's mean tested run (their records predate the trial times). Machines: records per CPU kind (a "
+        "deterministic run repeats to the last bit on its own kind).",
         "",
-        "| task | cells | tested runs | tuning | total |",
-        "|---|---|---|---|---|",
+        "| task | cells | tested runs | tuning | total | machines |",
+        "|---|---|---|---|---|---|",
     ]
     for task in tasks:
         recs = {column: rs for (t, column), rs in cells.items() if t == task}
@@ -129,7 +131,8 @@ def _time_table(cells: Mapping[tuple[str, str], Sequence[RunRecord]], tasks: Seq
         tuning = sum(seconds for seconds, _ in tuned)
         mark = "" if all(measured for _, measured in tuned) else "≈ "
         hours = [f"{runs / 3600:.2f}", f"{mark}{tuning / 3600:.2f}", f"{mark}{(runs + tuning) / 3600:.2f}"]
-        out.append(f"| {task} | {len(recs)} | " + " | ".join(hours) + " |")
+        machines = machine_counts([rec for rs in recs.values() for rec in rs])
+        out.append(f"| {task} | {len(recs)} | " + " | ".join(hours) + f" | {machines} |")
     return out
 
 
@@ -212,15 +215,6 @@ def render_matrix(
         else:
             out.append(f"| {task} | {column} | not tuned | | |")
     out += ["", *_time_table(cells, tasks)]
-    out += [
-        "",
-        "Machines per row (records per CPU kind: a deterministic run repeats to the last bit on its own kind):",
-        "",
-    ]
-    for task in tasks:
-        recs = [rec for (t, _), cell in cells.items() if t == task for rec in cell]
-        if recs:
-            out.append(f"- {task}: {machine_counts(recs)}")
     if notes:
         out += ["", notes.strip()]
     return "\n".join(out) + "\n"
