@@ -28,6 +28,11 @@ PUBLISHED = {
 # about 6x the training steps and 3x the test, ~17,000-20,000 single-core s, 2.5-3 h as two processes
 # (leaderboard/notes/dygmoce.md). DyGMoCE, its twin and GraphMixer on 3 paired seeds, DyGFormer on 5.
 TRAINED = ("dygformer", "twin", "dygmoce", "graphmixer")
+# average precision and ROC AUC, transductive and inductive, under random / historical / inductive negatives
+METRICS = (
+    "test/ap", "test/ind_ap", "test/auc", "test/ind_auc",
+    "test/hist_ap", "test/hist_ind_ap", "test/indns_ap", "test/indns_ind_ap",
+)  # fmt: skip
 SEEDS = {
     "edgebank": (0,),
     "dygformer": (0, 1, 2, 3, 4),
@@ -113,26 +118,8 @@ DYGMOCE = TaskSpec(
     config_dir="zoo_tasks.configs:dygmoce",
     default_config="uci_dygmoce.yaml",
     benchmark=tuple(_row(m) for m in ("edgebank", *TRAINED)),
-    metrics=(
-        "test/ap",
-        "test/ind_ap",
-        "test/auc",
-        "test/ind_auc",
-        "test/hist_ap",
-        "test/hist_ind_ap",
-        "test/indns_ap",
-        "test/indns_ind_ap",
-    ),  # fmt: skip
-    higher_is_better=(
-        "test/ap",
-        "test/ind_ap",
-        "test/auc",
-        "test/ind_auc",
-        "test/hist_ap",
-        "test/hist_ind_ap",
-        "test/indns_ap",
-        "test/indns_ind_ap",
-    ),  # fmt: skip
+    metrics=METRICS,
+    higher_is_better=METRICS,
     datasets=("CollegeMsg",),
     catalog="zoo_tasks.graphs.dynamic.datasets:DATASETS",
     benchmarks={"dygmoce": "zoo_tasks.graphs.dynamic.bench:main"},
