@@ -124,3 +124,10 @@ def test_a_cell_reads_its_tuning_back_from_records_of_the_current_code():
     odd = rec(0, current)
     odd.extra["tuning"]["renamed_field"] = 1  # a TuneResult of another version: tune again, do not crash
     assert recorded_tuning([odd], "t", "topk", 4) is None
+
+
+def test_matrix_page_names_the_tasks_without_a_row():
+    records = [make_record("router_matrix", "dense", "t", {"test/acc": 0.8}, seed=0)]
+    page = render_matrix(records, {"t": ("test/acc", True)}, ["topk"], {}, without_row=["u", "a"])
+    assert "Not in the table: a, u (their specs name no matrix row; the notes say why)." in page
+    assert "Not in the table" not in render_matrix(records, {"t": ("test/acc", True)}, ["topk"], {})

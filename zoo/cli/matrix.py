@@ -91,9 +91,11 @@ def _probe(spec: TaskSpec, row, router: str, runs: Path) -> str | None:
 def page(leaderboard: Path) -> Path:
     from zoo.moe import ROUTERS
 
-    metrics = {}
+    metrics, without_row = {}, []
     for load in discover():
-        if load.spec is not None and load.spec.matrix is not None and load.spec.metrics:
+        if load.spec is not None and load.spec.matrix is None:
+            without_row.append(load.spec.name)
+        elif load.spec is not None and load.spec.metrics:
             metric = load.spec.metrics[0]
             metrics[load.spec.name] = (metric, metric in load.spec.higher_is_better)
     notes_file = leaderboard / "notes" / f"{MATRIX_TASK}.md"
@@ -103,6 +105,7 @@ def page(leaderboard: Path) -> Path:
         sorted(ROUTERS),
         read_not_applicable(leaderboard),
         notes_file.read_text() if notes_file.is_file() else "",
+        without_row,
     )
     out = leaderboard / f"{MATRIX_TASK}.md"
     out.write_text(text)

@@ -142,9 +142,11 @@ def render_matrix(
     routers: Sequence[str],
     not_applicable: Mapping[tuple[str, str], str],
     notes: str = "",
+    without_row: Sequence[str] = (),
 ) -> str:
     """The page. ``metrics``: task -> (the metric its row is ranked by, higher is better); ``routers``: every
-    name in ``zoo.moe.ROUTERS`` (columns, after the dense twin)."""
+    name in ``zoo.moe.ROUTERS`` (columns, after the dense twin); ``without_row``: the installed tasks whose specs
+    name no matrix row (listed under the table, so a missing task is stated, not silent)."""
     cells: dict[tuple[str, str], list[RunRecord]] = defaultdict(list)
     for rec in records:
         cells[(rec.dataset, rec.method)].append(rec)
@@ -192,6 +194,11 @@ def render_matrix(
     if reasons:
         out += ["", "n/a: the router cannot route the task's mixture; the model's own words when built with it:", ""]
         out += [f"({n}) {text}" for text, n in reasons.items()]
+    if without_row:
+        out += [
+            "",
+            f"Not in the table: {', '.join(sorted(without_row))} (their specs name no matrix row; the notes say why).",
+        ]
     out += ["", "## Routers against the dense twin", ""]
     out += ["Intervals of mean ± 1 standard error (std / √n) that do not overlap the dense twin's:", "", *verdicts]
     out += ["", "## Routing health (test stage, mean over runs and layers)", ""]
