@@ -4,10 +4,11 @@ A record is only worth publishing if its row repeats. For each record (its file 
 ``ABMIL__MUSK1__seed0__fold3``, or its path) this runs the row's (seed, fold) again with the record's thread count
 and tuned values into a fresh folder under ``runs/verify/`` (never resuming, never writing a record), then prints
 the recorded and the new value of every metric and the largest difference. It also says what differs between the
-record's run and this one: its row's settings (the re-run uses the current ones), its source fingerprint and the CPU
-(model name, the instruction set of torch's kernels, family / model / stepping: ``zoo.leaderboard.cpu_identity``),
-since those may legitimately move the numbers: a record written with other settings, by other code or on another
-kind of CPU is not expected to repeat to the last bit.
+record's run and this one: its row's settings (the re-run uses the current ones), its source fingerprint, its data
+files (``extra.data_sha256``, where the datamodule reports them) and the CPU (model name, the instruction set of
+torch's kernels, family / model / stepping: ``zoo.leaderboard.cpu_identity``), since those may legitimately move the
+numbers: a record written with other settings, by other code, from other data or on another kind of CPU is not
+expected to repeat to the last bit.
 Exit status 1 when a metric differs by more than ``--tolerance``.
 """
 
@@ -17,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from zoo.cli.fit_test import fit_and_test
+from zoo.cli.fit_test import FitTest, fit_and_test
 from zoo.cli.reproduce import largest_change, set_threads
 from zoo.errors import ConfigError
 from zoo.leaderboard.cpu_identity import IDENTITY_KEYS, record_machine
@@ -59,8 +60,28 @@ def _differences(spec: TaskSpec, record: RunRecord, here: dict) -> list[str]:
     return out
 
 
-def verify_record(spec: TaskSpec, key: str, leaderboard: Path, runs_root: Path) -> tuple[RunRecord, dict[str, float]]:
-    """Re-run the record ``key`` (file stem or path) and return it with its new test metrics."""
+def data_comparison(recorded: dict[str, str], here: dict[str, str]) -> str | None:
+    """One line comparing the data files' sha256 of the record's run and the re-run (file name -> sha256); None when
+    the re-run reports none (its datamodule does not hash its files)."""
+    if not here:
+        return None
+    if not recorded:
+        return f"note: the record holds no data hashes (the re-run read {len(here)} files): its data cannot be compared"
+    differ = sorted(name for name in recorded.keys() & here.keys() if recorded[name] != here[name])
+    only = sorted(recorded.keys() ^ here.keys())
+    if not differ and not only:
+        return f"data: {len(here)} files, every sha256 equal to the record's"
+    parts = [
+        f"{len(differ)} of {len(recorded)} data files differ from the record's"
+        + (f" ({differ[0]}, ...)" if differ else "")
+    ]
+    if only:
+        parts.append(f"{len(only)} read by only one of the two runs ({only[0]}, ...)")
+    return "note: " + "; ".join(parts)
+
+
+def verify_record(spec: TaskSpec, key: str, leaderboard: Path, runs_root: Path) -> tuple[RunRecord, FitTest]:
+    """Re-run the record ``key`` (file stem or path) and return it with the re-run's result."""
     stem = Path(key).name.removesuffix(".json")
     path = record_path(spec.name, stem, leaderboard)
     if not path.exists():
@@ -75,13 +96,14 @@ def verify_record(spec: TaskSpec, key: str, leaderboard: Path, runs_root: Path) 
     parent = runs_root / "verify" / spec.name / stem
     parent.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=parent))  # new: never resumes
-    return record, fit_and_test(args, run_dir).metrics
+    return record, fit_and_test(args, run_dir)
 
 
 def verify_main(spec: TaskSpec, keys: list[str], leaderboard: Path, runs_root: Path, tolerance: float) -> int:
     here, worst_all = record_machine(), 0.0
     for key in keys:
-        record, metrics = verify_record(spec, key, leaderboard, runs_root)
+        record, result = verify_record(spec, key, leaderboard, runs_root)
+        metrics = result.metrics
         change = largest_change(record.metrics, metrics)
         if change is None:
             raise ConfigError(
@@ -93,6 +115,9 @@ def verify_main(spec: TaskSpec, keys: list[str], leaderboard: Path, runs_root: P
         print(f"{record.key()} (recorded at {record.commit[:7]}): max |Δ| = {worst:.3g}: {verdict}")
         for m in (m for m in record.metrics if m in metrics):
             print(f"  {m}: recorded {record.metrics[m]:.6g}, re-run {metrics[m]:.6g}")
+        data = data_comparison((record.extra or {}).get("data_sha256") or {}, result.extra.get("data_sha256") or {})
+        if data:
+            print(f"  {data}")
         for line in _differences(spec, record, here):
             print(f"  note: {line}")
     return 0 if worst_all <= tolerance else 1
