@@ -31,14 +31,15 @@ TASK_COLOURS = {"ir": "tab:red", "rgb": "tab:blue"}
 NOT_CURRENT = " °"
 
 
-def _dronedino_current(record) -> bool:
-    """The page's test for leaving a record unmarked (``zoo.leaderboard.settings.is_current``)."""
-    return is_current(get_task("dronedino"), record)
-
-
 def _not_current(records, current: Callable | None) -> set:
-    """(dataset, method) groups with a load record that ``current`` rejects: what the page marks °."""
-    current = current or _dronedino_current
+    """(dataset, method) groups with a load record that ``current`` rejects (default: the page's test for leaving a
+    record unmarked, ``zoo.leaderboard.settings.is_current``): what the page marks °."""
+    if current is None:
+        spec = get_task("dronedino")  # once: it scans the installed plugins
+
+        def current(record) -> bool:
+            return is_current(spec, record)
+
     return {(r.dataset, r.method) for r in records if (r.extra or {}).get("expert_load_per_task") and not current(r)}
 
 
