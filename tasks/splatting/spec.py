@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from zoo.leaderboard.targets import BeatsBy, BeatsOnAverage
 from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.tuning.matrix_row import StagedMatrixRow
+from zoo.tuning.space import Float
 
 EXPERTS = ("mlp", "hexplane", "trajectory")
 ROUTERS = {
@@ -93,6 +95,27 @@ MOE_GS_SPEC_TARGETS = (
     BeatsOnAverage("moe_gs", ("moe_gs_pixel", "moe_gs_volume"), "test/psnr"),
 )
 
+# The router x task table's row (issue 26): MoE-GS's volume + pixel features gated by each zoo.moe router over the
+# three frozen experts, against the MLP expert alone (the best single expert of the benchmark, the paper's baseline
+# kind). The router stage builds on the experts of its own seed, so the three expert rows run first for the tuning
+# seed and seeds 0-2 (12 runs of ~10 min). Trials are scored on val/psnr (5 validation views). Nothing is exported
+# and gate-aware pruning is off (a router cell must not replace the exports the benchmark rows read).
+SEARCH_SPACES = {
+    "moe_gs": {
+        "model.init_args.lr": Float(3e-4, 3e-3, log=True),
+        "model.init_args.lr_weights": Float(3e-3, 3e-2, log=True),
+    },
+    "mlp": {"model.init_args.lr_means": Float(5e-4, 5e-3, log=True)},
+}
+MATRIX = StagedMatrixRow(
+    row=f"moe_gs/{DATASET}",
+    dense=f"mlp/{DATASET}",
+    trials=2,
+    overrides=("--model.init_args.export_name=null",),
+    router_overrides=("--model.init_args.prune_fractions=null",),
+    requires=tuple(f"{expert}/{DATASET}" for expert in EXPERTS),
+)
+
 MOE_GS = TaskSpec(
     name="moe_gs",
     description="MoE-GS: dynamic Gaussian deformation experts (MLP, HexPlane, trajectories) + volume-aware router",
@@ -113,4 +136,7 @@ MOE_GS = TaskSpec(
     benchmarks={"splat": "zoo_tasks.splatting.bench:main"},
     targets=MOE_GS_SPEC_TARGETS,
     extra_tables="zoo_tasks.splatting.tables:moe_gs_tables",
+    search_spaces=SEARCH_SPACES,
+    matrix=MATRIX,
+    tune_metric=("val/psnr", "max"),
 )

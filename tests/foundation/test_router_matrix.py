@@ -3,6 +3,8 @@ same budget on validation, then tested on the row's seeds; routers that cannot r
 reason; the page is generated from the records alone and resumes."""
 
 import json
+import subprocess
+import sys
 
 from zoo_testing import make_record, run_zoo
 
@@ -131,3 +133,52 @@ def test_matrix_page_names_the_tasks_without_a_row():
     page = render_matrix(records, {"t": ("test/acc", True)}, ["topk"], {}, without_row=["u", "a"])
     assert "Not in the table: a, u (their specs name no matrix row; the notes say why)." in page
     assert "Not in the table" not in render_matrix(records, {"t": ("test/acc", True)}, ["topk"], {})
+
+
+STAGED = """
+import dataclasses, sys
+from pathlib import Path
+from zoo.cli.matrix_requires import run_requirements
+from zoo.registry import get_task
+from zoo.tuning.matrix_row import StagedMatrixRow
+
+spec = get_task("toy")
+staged = StagedMatrixRow(**{**dataclasses.asdict(spec.matrix), "requires": (sys.argv[2],)})
+sys.exit(run_requirements(dataclasses.replace(spec, matrix=staged), Path(sys.argv[1]), dry_run=len(sys.argv) > 3))
+"""
+
+
+def test_a_staged_row_runs_what_its_model_needs_first_once_per_seed(zoo_env, tmp_path):
+    """MoE-GS's router stage loads the experts its own seed trained: the matrix fits the required rows for the
+    tuning seed and each of the row's seeds before any cell, once, and a failed one is counted (its cells skipped)."""
+
+    runs = tmp_path / "runs"
+
+    def staged(*args):
+        return subprocess.run(
+            [sys.executable, "-c", STAGED, str(runs), *args], env=zoo_env, cwd=tmp_path, capture_output=True, text=True
+        )
+
+    listed = staged("dense/digits", "--dry-run")
+    assert listed.returncode == 0 and "dense/digits seed=1000" in listed.stdout and "seed=0" in listed.stdout
+    assert not (runs / "reproduce").exists()
+    first = staged("dense/digits")
+    assert first.returncode == 0, first.stderr[-3000:]
+    folders = sorted((runs / "reproduce" / "router_matrix" / "requires").iterdir())
+    assert [f.name for f in folders] == ["toy__dense__digits__seed0", "toy__dense__digits__seed1000"]
+    done = json.loads((folders[0] / "requirement.json").read_text())
+    assert done["metrics"]["test/acc"] > 0.5 and done["code_and_settings"]["source_hash"]
+    again = staged("dense/digits")
+    assert again.returncode == 0 and "to do" not in again.stdout  # done runs are not run again
+    missing = staged("nope/digits")
+    assert missing.returncode != 0 and "nope/digits" in missing.stderr
+
+
+def test_router_overrides_reach_the_router_cells_only():
+    from zoo.registry import MatrixRow
+    from zoo.tuning.matrix_row import StagedMatrixRow, cell_overrides, requires
+
+    staged = StagedMatrixRow("moe/d", "dense/d", overrides=("--a=1",), router_overrides=("--b=2",), requires=("x/d",))
+    assert cell_overrides(staged, None) == ("--a=1",) and cell_overrides(staged, "topk") == ("--a=1", "--b=2")
+    plain = MatrixRow("moe/d", "dense/d", overrides=("--a=1",))
+    assert cell_overrides(plain, "topk") == ("--a=1",) and requires(plain) == () and requires(staged) == ("x/d",)

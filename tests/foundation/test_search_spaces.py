@@ -9,6 +9,7 @@ import yaml
 
 from zoo.cli.tune import find_row
 from zoo.registry import discover, load_object
+from zoo.tuning.matrix_row import cell_overrides, requires
 from zoo.tuning.router_knobs import ROUTER_KNOBS
 from zoo.tuning.space import check_space
 
@@ -48,3 +49,10 @@ def test_matrix_rows_resolve_and_take_a_router(spec):
     assert "router" in args
     assert "router_kwargs" in args or not any(ROUTER_KNOBS.values())
     assert spec.matrix.trials >= 1 and spec.matrix.seeds
+    for text in requires(spec.matrix):
+        find_row(spec, text)
+    for row, router in ((dense, None), (moe, "topk")):  # each cell's init-argument overrides exist in its model
+        for flag in cell_overrides(spec.matrix, router):
+            key = flag.removeprefix("--").partition("=")[0]
+            part, _, arg = key.partition(".init_args.")
+            assert not arg or arg in _init_args(spec, row, part), f"{spec.name}/{row.method}: {flag} is not an argument"

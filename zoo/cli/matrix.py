@@ -4,8 +4,9 @@ For every task whose spec names a :class:`~zoo.registry.MatrixRow`, and for its 
 ``zoo.moe.ROUTERS``: build the model once with that router (a router that cannot route the task's mixture
 refuses with a ConfigError, whose line becomes the cell's reason), tune the cell with ``zoo tune``'s study (the
 row's declared space plus the router's knobs, the same number of trials for every cell), then fit and test the
-chosen config on the row's benchmark seeds (times its folds). Records go to ``leaderboard/results/router_matrix/``
-and the page to ``leaderboard/router_matrix.md``.
+chosen config on the row's benchmark seeds (times its folds). The runs a row's model needs before it can be
+built (``StagedMatrixRow.requires``) go first (``zoo.cli.matrix_requires``). Records go to
+``leaderboard/results/router_matrix/`` and the page to ``leaderboard/router_matrix.md``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 from pathlib import Path
 
 from zoo.cli.fit_test import fit_and_test
+from zoo.cli.matrix_requires import run_requirements
 from zoo.cli.reproduce import (
     add_threads_option,
     record_of,
@@ -36,6 +38,7 @@ from zoo.leaderboard.matrix import (
 )
 from zoo.leaderboard.record import read_records, record_key, record_path, write_record
 from zoo.registry import TaskSpec, discover, repository_root
+from zoo.tuning.matrix_row import cell_overrides, requires
 
 
 def matrix_specs(only: list[str]) -> list[TaskSpec]:
@@ -79,7 +82,7 @@ def _probe(spec: TaskSpec, row, router: str, runs: Path) -> str | None:
     """None when the task's model builds with ``router``; else the one-line reason it refuses."""
     from zoo.tuning.study import direction_of
 
-    args = [*row_args(spec, row, 0, 0 if row.folds else None, quick=False), *spec.matrix.overrides]
+    args = [*row_args(spec, row, 0, 0 if row.folds else None, quick=False), *cell_overrides(spec.matrix, router)]
     args.append(f"--{spec.router_arg}.router={router}")
     try:
         direction_of(args, spec.tune_metric, study_folder(spec, row, router, runs) / "probe")
@@ -143,6 +146,12 @@ def matrix_main(argv: list[str]) -> int:
     failures = 0
     for spec in matrix_specs(ns.only):
         matrix = spec.matrix
+        if requires(matrix):
+            failed = run_requirements(spec, runs, ns.dry_run)
+            if failed:
+                print(f"{spec.name}: {failed} of the runs its row needs failed; its cells are skipped", flush=True)
+                failures += failed
+                continue
         for label, row, router in _cells(spec, routers):
             todo = [
                 (seed, fold)
@@ -165,7 +174,7 @@ def matrix_main(argv: list[str]) -> int:
             if tuned is not None:
                 print(f"  tuning read back from the cell's records: {' '.join(tuned.overrides)}", flush=True)
             else:
-                tuned = tune_row(spec, row, matrix.trials, router, tuple(matrix.overrides), runs=runs, wait=True)
+                tuned = tune_row(spec, row, matrix.trials, router, cell_overrides(matrix, router), runs=runs, wait=True)
             for seed, fold in todo:
                 key = record_key(label, spec.name, seed, fold)
                 run_dir = runs / "reproduce" / MATRIX_TASK / f"{spec.name}__{key}"
@@ -176,7 +185,7 @@ def matrix_main(argv: list[str]) -> int:
                 try:
                     if record_path(MATRIX_TASK, key, leaderboard).exists():
                         continue
-                    args = [*row_args(spec, row, seed, fold, quick=False), *matrix.overrides]
+                    args = [*row_args(spec, row, seed, fold, quick=False), *cell_overrides(matrix, router)]
                     if router is not None:
                         args.append(f"--{spec.router_arg}.router={router}")
                     args += tuned.overrides
@@ -189,7 +198,8 @@ def matrix_main(argv: list[str]) -> int:
                         failures += 1
                         continue
                     extra = {**result.extra, "tuning": tuned.to_dict(), "row": f"{row.method}/{row.dataset}"}
-                    note = f"{row.method}/{row.dataset} with {' '.join(matrix.overrides) or 'its settings'}"
+                    settings = " ".join(cell_overrides(matrix, router)) or "its settings"
+                    note = f"{row.method}/{row.dataset} with {settings}"
                     record = record_of(result, MATRIX_TASK, label, spec.name, seed, fold, True, note, extra)
                     if not record.metrics or any(math.isnan(v) for v in record.metrics.values()):
                         failures += 1

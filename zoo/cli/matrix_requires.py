@@ -1,0 +1,77 @@
+"""The runs a matrix row's model needs before it can be built (``StagedMatrixRow.requires``), e.g. MoE-GS's stage-1
+experts, which its router stage loads frozen for the run's own seed.
+
+Each required benchmark row is fitted and tested with its benchmark settings once per seed the matrix row uses (the
+tuning seed and the row's seeds), in ``runs/reproduce/router_matrix/requires/``. Nothing is recorded: the runs only
+leave their outputs (exports) where the row's model looks for them. A run is done when its folder's
+``requirement.json`` names the code and settings that would run it now; other code or settings run it again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from zoo.cli.fit_test import fit_and_test
+from zoo.cli.reproduce import report_failed_run, row_args
+from zoo.cli.run_folder import code_and_settings, set_aside_other_code
+from zoo.cli.run_lock import RunLock
+from zoo.cli.tune import TUNE_SEED, find_row
+from zoo.leaderboard.matrix import MATRIX_TASK
+from zoo.leaderboard.record import record_key
+from zoo.registry import TaskSpec
+from zoo.tuning.matrix_row import requires
+
+DONE = "requirement.json"
+
+
+def requirement_runs(spec: TaskSpec, runs: Path) -> list[tuple[str, int, list[str], Path]]:
+    """(row text, seed, ``zoo fit`` arguments, run folder) of every required run, in the order they run."""
+    matrix, out = spec.matrix, []
+    for text in requires(matrix):
+        row = find_row(spec, text)
+        for seed in dict.fromkeys((TUNE_SEED, *matrix.seeds)):
+            fold = 0 if row.folds else None
+            key = record_key(row.method, row.dataset, seed, fold)
+            folder = runs / "reproduce" / MATRIX_TASK / "requires" / f"{spec.name}__{key}"
+            out.append((text, seed, row_args(spec, row, seed, fold, quick=False), folder))
+    return out
+
+
+def is_done(args: list[str], folder: Path) -> bool:
+    mark = folder / DONE
+    return mark.is_file() and json.loads(mark.read_text()).get("code_and_settings") == code_and_settings(args)
+
+
+def run_requirements(spec: TaskSpec, runs: Path, dry_run: bool = False) -> int:
+    """Fit every required run of ``spec``'s matrix row that is not done; the number that failed (its cells cannot
+    be built then). With ``dry_run``, list them and run nothing."""
+    todo = [run for run in requirement_runs(spec, runs) if not is_done(run[2], run[3])]
+    if todo:
+        print(f"{spec.name} / runs its row needs first: {len(todo)} to do", flush=True)
+    if dry_run:
+        for text, seed, _, _ in todo:
+            print(f"  {text} seed={seed}", flush=True)
+        return 0
+    failures = 0
+    for text, seed, args, folder in todo:
+        lock = RunLock(folder)
+        if not lock.acquire():
+            print(f"  {text} seed={seed}: waiting for the process that runs it ({lock.holder()})", flush=True)
+            lock.acquire(wait=True)
+        try:
+            if is_done(args, folder):
+                continue
+            set_aside_other_code(folder, args)
+            try:
+                result = fit_and_test(args, folder)
+            except Exception as exc:  # noqa: BLE001 - reported; the row's cells are skipped
+                print(report_failed_run(folder, f"{text} seed={seed}", exc), flush=True)
+                failures += 1
+                continue
+            done = {"code_and_settings": code_and_settings(args), "metrics": result.metrics}
+            (folder / DONE).write_text(json.dumps({**done, "wall_time_s": result.wall_time_s}, indent=1) + "\n")
+            print(f"  {text} seed={seed}: {result.metrics}", flush=True)
+        finally:
+            lock.release()
+    return failures
