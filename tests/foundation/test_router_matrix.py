@@ -154,9 +154,9 @@ def test_a_staged_row_runs_what_its_model_needs_first_once_per_seed(zoo_env, tmp
 
     runs = tmp_path / "runs"
 
-    def staged(*args):
+    def staged(*args, env=zoo_env):
         return subprocess.run(
-            [sys.executable, "-c", STAGED, str(runs), *args], env=zoo_env, cwd=tmp_path, capture_output=True, text=True
+            [sys.executable, "-c", STAGED, str(runs), *args], env=env, cwd=tmp_path, capture_output=True, text=True
         )
 
     listed = staged("dense/digits", "--dry-run")
@@ -170,6 +170,8 @@ def test_a_staged_row_runs_what_its_model_needs_first_once_per_seed(zoo_env, tmp
     assert done["metrics"]["test/acc"] > 0.5 and done["code_and_settings"]["source_hash"]
     again = staged("dense/digits")
     assert again.returncode == 0 and "to do" not in again.stdout  # done runs are not run again
+    elsewhere = staged("dense/digits", "--dry-run", env={**zoo_env, "ZOO_CACHE_DIR": str(tmp_path / "other")})
+    assert "2 to do" in elsewhere.stdout  # their outputs are not in another cache folder
     missing = staged("nope/digits")
     assert missing.returncode != 0 and "nope/digits" in missing.stderr
 

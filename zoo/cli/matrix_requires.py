@@ -3,8 +3,9 @@ experts, which its router stage loads frozen for the run's own seed.
 
 Each required benchmark row is fitted and tested with its benchmark settings once per seed the matrix row uses (the
 tuning seed and the row's seeds), in ``runs/reproduce/router_matrix/requires/``. Nothing is recorded: the runs only
-leave their outputs (exports) where the row's model looks for them. A run is done when its folder's
-``requirement.json`` names the code and settings that would run it now; other code or settings run it again.
+leave their outputs (exports) in the cache folder (``zoo.data.cache_dir``), where the row's model looks for them. A
+run is done when its folder's ``requirement.json`` names the code and settings that would run it now and the cache
+folder in use; other code, settings or another cache folder (whose exports are not there) run it again.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from zoo.cli.reproduce import report_failed_run, row_args
 from zoo.cli.run_folder import code_and_settings, set_aside_other_code
 from zoo.cli.run_lock import RunLock
 from zoo.cli.tune import TUNE_SEED, find_row
+from zoo.data import cache_dir
 from zoo.leaderboard.matrix import MATRIX_TASK
 from zoo.leaderboard.record import record_key
 from zoo.registry import TaskSpec
@@ -38,9 +40,16 @@ def requirement_runs(spec: TaskSpec, runs: Path) -> list[tuple[str, int, list[st
     return out
 
 
+def _made_by(args: list[str]) -> dict:
+    return {"code_and_settings": code_and_settings(args), "cache_dir": str(cache_dir().resolve())}
+
+
 def is_done(args: list[str], folder: Path) -> bool:
     mark = folder / DONE
-    return mark.is_file() and json.loads(mark.read_text()).get("code_and_settings") == code_and_settings(args)
+    if not mark.is_file():
+        return False
+    done = json.loads(mark.read_text())
+    return all(done.get(key) == value for key, value in _made_by(args).items())
 
 
 def run_requirements(spec: TaskSpec, runs: Path, dry_run: bool = False) -> int:
@@ -69,8 +78,8 @@ def run_requirements(spec: TaskSpec, runs: Path, dry_run: bool = False) -> int:
                 print(report_failed_run(folder, f"{text} seed={seed}", exc), flush=True)
                 failures += 1
                 continue
-            done = {"code_and_settings": code_and_settings(args), "metrics": result.metrics}
-            (folder / DONE).write_text(json.dumps({**done, "wall_time_s": result.wall_time_s}, indent=1) + "\n")
+            done = {**_made_by(args), "metrics": result.metrics, "wall_time_s": result.wall_time_s}
+            (folder / DONE).write_text(json.dumps(done, indent=1) + "\n")
             print(f"  {text} seed={seed}: {result.metrics}", flush=True)
         finally:
             lock.release()
