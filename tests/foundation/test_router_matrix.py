@@ -43,6 +43,46 @@ def test_matrix_tunes_runs_and_marks_routers_that_do_not_apply(zoo_env, tmp_path
     assert "(1) router R cannot route the toy's per-sample mixture" in page
     again = run_zoo(args + ["--dry-run"], zoo_env, tmp_path)
     assert again.returncode == 0 and "runs to do" not in again.stdout  # everything recorded or marked n/a
+    assert record["extra"]["cell_settings_sha256"]  # the cell's settings, told apart from a later spec's
+
+
+def _toy_row(page: str) -> str:
+    return next(line for line in page.splitlines() if line.startswith("| toy "))
+
+
+def test_a_cell_of_older_code_is_marked_and_rerun_stale_replaces_it(zoo_env, tmp_path):
+    board, runs = tmp_path / "board", tmp_path / "runs"
+    args = ["reproduce", "matrix", "--only", "toy", "--routers", "topk", "--allow-dirty", "--threads", "1"]
+    args += ["--leaderboard", str(board), "--runs", str(runs)]
+    assert run_zoo(args, zoo_env, tmp_path).returncode == 0
+    path = board / "results" / "router_matrix" / "topk__toy__seed0.json"
+    first = json.loads(path.read_text())
+    path.write_text(json.dumps({**first, "source_hash": "older code"}))
+    assert run_zoo(["render", "matrix", "--leaderboard", str(board)], zoo_env, tmp_path).returncode == 0
+    page = (board / "router_matrix.md").read_text()
+    assert _toy_row(page).endswith(" ° |")  # the topk column, the last
+    assert "--rerun-stale` re-runs them" in page
+    assert "runs to do" not in run_zoo(args + ["--dry-run"], zoo_env, tmp_path).stdout  # kept without the flag
+    rerun = run_zoo(args + ["--rerun-stale"], zoo_env, tmp_path)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "toy / topk: 1 runs to do, 1 of them stale" in rerun.stdout and "toy / dense" not in rerun.stdout
+    assert "the study in" not in rerun.stdout  # the study ran today's code: its choice is read back, not re-searched
+    again = json.loads(path.read_text())
+    assert again["source_hash"] == first["source_hash"] and again["metrics"] == first["metrics"]
+    assert " °" not in _toy_row((board / "router_matrix.md").read_text())
+
+
+def test_a_study_of_other_code_or_settings_is_not_resumed(tmp_path):
+    from zoo.cli.tune import STUDY_CODE, other_study
+
+    made_by = {"source_hash": "a", "settings": "b"}
+    assert not other_study(tmp_path / "none", made_by, unmarked_is_other=True)
+    (tmp_path / "study.journal").write_text("")
+    assert not other_study(tmp_path, made_by)  # from before the marks: kept unless the caller knows it is stale
+    assert other_study(tmp_path, made_by, unmarked_is_other=True)
+    (tmp_path / STUDY_CODE).write_text(json.dumps(made_by))
+    assert not other_study(tmp_path, made_by, unmarked_is_other=True)
+    assert other_study(tmp_path, {**made_by, "settings": "c"})
 
 
 def test_matrix_page_ranks_within_a_row_and_reports_health():
@@ -57,6 +97,10 @@ def test_matrix_page_ranks_within_a_row_and_reports_health():
     row = next(line for line in page.splitlines() if line.startswith("| t (test/mse ↓)"))
     assert "0.5000 ± 0.0000 (1) [2]" in row and "0.5000 ± 0.1414 (2) [3]" in row and "0.4500 ± 0.0000 (1) [1]" in row
     assert "n/a (1)" in row and "(1) no" in page
+    assert "°" not in page
+    marked = render_matrix(records, {"t": ("test/mse", False)}, ["soft", "topk"], {}, stale=lambda r: r.seed == 1)
+    row = next(line for line in marked.splitlines() if line.startswith("| t (test/mse ↓)"))
+    assert "0.5000 ± 0.1414 (2) [3] °" in row and "0.4500 ± 0.0000 (1) [1] |" in row and "--rerun-stale" in marked
     assert "| t | — | 0.900 / 1.0 / 0.050 | — |" in page
 
 

@@ -67,6 +67,11 @@ def test_zoo_tune_searches_on_validation_resumes_and_never_tests(zoo_env, tmp_pa
     assert more.returncode == 0, more.stderr[-3000:]
     assert _trial_dirs(folder) == ["trial0", "trial1", "trial2"]
     assert json.loads((folder / "best.json").read_text())["trials"] == 3
+    other = run_zoo([*base[:-1], "--trainer.max_epochs=1", "--trials", "1"], zoo_env, tmp_path)
+    assert other.returncode == 0, other.stderr[-3000:]  # other settings: the old study is set aside, not read back
+    assert "ran other code or settings; moved to" in other.stdout and _trial_dirs(folder) == ["trial0"]
+    assert json.loads((folder / "best.json").read_text())["trials"] == 1
+    assert _trial_dirs(folder.with_name("moe__digits.replaced-0")) == ["trial0", "trial1", "trial2"]
 
 
 def test_zoo_tune_router_knobs_and_errors(zoo_env, tmp_path):

@@ -16,16 +16,17 @@ import math
 from pathlib import Path
 
 from zoo.cli.fit_test import fit_and_test
+from zoo.cli.matrix_cells import CELL_SETTINGS, cell_args, cell_is_current
 from zoo.cli.matrix_requires import run_requirements
 from zoo.cli.reproduce import (
     add_threads_option,
+    metric_change,
     record_of,
     refuse_dirty_tree,
     report_failed_run,
-    row_args,
     set_threads,
 )
-from zoo.cli.run_folder import set_aside_other_code
+from zoo.cli.run_folder import mark_rerun, set_aside_old_run, set_aside_other_code
 from zoo.cli.run_lock import RunLock
 from zoo.cli.tune import find_row, study_folder, tune_row
 from zoo.errors import ConfigError
@@ -36,7 +37,8 @@ from zoo.leaderboard.matrix import (
     render_matrix,
     write_not_applicable,
 )
-from zoo.leaderboard.record import read_records, record_key, record_path, write_record
+from zoo.leaderboard.record import read_record, read_records, record_key, record_path, write_record
+from zoo.leaderboard.settings import settings_fingerprint
 from zoo.registry import TaskSpec, discover, repository_root
 from zoo.tuning.matrix_row import cell_overrides, requires
 
@@ -59,9 +61,10 @@ def _cells(spec: TaskSpec, routers: list[str]):
         yield router, moe, router
 
 
-def recorded_tuning(records, task: str, label: str, trials: int):
-    """The ``TuneResult`` a cell's existing records were tested with, when the code that wrote them is the code
-    installed now (``written_by_current_code``) and their study had at least ``trials`` trials; else None.
+def recorded_tuning(records, task: str, label: str, trials: int, current=None):
+    """The ``TuneResult`` a cell's existing records were tested with, when a record holding it is current
+    (``current(record)``; default: written by the code installed now, ``written_by_current_code``) and its study
+    had at least ``trials`` trials; else None.
 
     The study lives under ``runs/`` and is gone on another machine: re-tuning there would spend the cell's trials
     again and could choose other values than its recorded seeds were run with. Reading the choice back keeps every
@@ -69,11 +72,12 @@ def recorded_tuning(records, task: str, label: str, trials: int):
     from zoo.leaderboard.provenance import written_by_current_code
     from zoo.tuning.study import recorded_choice
 
+    current = current or (lambda rec: written_by_current_code(rec) is True)
     for rec in records:
         tuned = recorded_choice(rec.extra)
         if rec.dataset != task or rec.method != label or tuned is None or tuned.trials < trials:
             continue
-        if written_by_current_code(rec):
+        if current(rec):
             return tuned
     return None
 
@@ -82,8 +86,7 @@ def _probe(spec: TaskSpec, row, router: str, runs: Path) -> str | None:
     """None when the task's model builds with ``router``; else the one-line reason it refuses."""
     from zoo.tuning.study import direction_of
 
-    args = [*row_args(spec, row, 0, 0 if row.folds else None, quick=False), *cell_overrides(spec.matrix, router)]
-    args.append(f"--{spec.router_arg}.router={router}")
+    args = cell_args(spec, router, 0, 0 if row.folds else None)
     try:
         direction_of(args, spec.tune_metric, study_folder(spec, row, router, runs) / "probe")
     except ConfigError as exc:
@@ -101,6 +104,7 @@ def page(leaderboard: Path) -> Path:
         elif load.spec is not None and load.spec.metrics:
             metric = load.spec.metrics[0]
             metrics[load.spec.name] = (metric, metric in load.spec.higher_is_better)
+    specs = {load.spec.name: load.spec for load in discover() if load.spec is not None and load.spec.matrix}
     notes_file = leaderboard / "notes" / f"{MATRIX_TASK}.md"
     text = render_matrix(
         read_records(MATRIX_TASK, leaderboard),
@@ -109,6 +113,7 @@ def page(leaderboard: Path) -> Path:
         read_not_applicable(leaderboard),
         notes_file.read_text() if notes_file.is_file() else "",
         without_row,
+        stale=lambda rec: rec.dataset in specs and not cell_is_current(specs[rec.dataset], rec),
     )
     out = leaderboard / f"{MATRIX_TASK}.md"
     out.write_text(text)
@@ -121,10 +126,66 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--routers", default="", help="comma-separated routers (default: every router)")
     p.add_argument("--dry-run", action="store_true", help="list the cells and runs to do, and exit")
     p.add_argument("--allow-dirty", action="store_true", help="write records from uncommitted sources")
+    p.add_argument(
+        "--rerun-stale",
+        action="store_true",
+        help="re-run and replace the records that other code or matrix settings than today's wrote (page mark °); "
+        "their cells are tuned again",
+    )
     add_threads_option(p)
     p.add_argument("--leaderboard", type=Path, default=None)
     p.add_argument("--runs", type=Path, default=None)
     return p
+
+
+def _run_one(
+    spec: TaskSpec,
+    label: str,
+    row,
+    seed: int,
+    fold: int | None,
+    tuned,
+    runs: Path,
+    leaderboard: Path,
+    rerun_stale: bool,
+) -> int:
+    """Fit and test one run of a cell with its tuned values and write its record (replacing a stale one with
+    ``rerun_stale``); 1 when it failed or gave no finite test metric, else 0."""
+    key = record_key(label, spec.name, seed, fold)
+    run_dir = runs / "reproduce" / MATRIX_TASK / f"{spec.name}__{key}"
+    lock = RunLock(run_dir)
+    if not lock.acquire():
+        print(f"  {key}: another process runs it", flush=True)
+        return 0
+    try:
+        path = record_path(MATRIX_TASK, key, leaderboard)
+        old = read_record(path) if path.exists() else None
+        if old is not None and (not rerun_stale or cell_is_current(spec, old)):
+            return 0  # recorded meanwhile by another process sharing the table
+        if old is not None and (moved := set_aside_old_run(run_dir, path)) is not None:
+            print(f"  {key}: the stale record's run folder moved to {moved}", flush=True)
+        args = cell_args(spec, label, seed, fold)
+        settings = settings_fingerprint(args)
+        args += tuned.overrides
+        if (moved := set_aside_other_code(run_dir, args)) is not None:
+            print(f"  {key}: its checkpoint came from other code or settings; moved to {moved}", flush=True)
+        if old is not None:
+            mark_rerun(run_dir, path)
+        try:
+            result = fit_and_test(args, run_dir)
+        except Exception as exc:  # noqa: BLE001 - any error of one run: reported, the table goes on
+            print(report_failed_run(run_dir, key, exc), flush=True)
+            return 1
+        extra = {**result.extra, "tuning": tuned.to_dict(), "row": f"{row.method}/{row.dataset}"}
+        extra[CELL_SETTINGS] = settings
+        overrides = " ".join(cell_overrides(spec.matrix, None if label == DENSE else label)) or "its settings"
+        note = f"{row.method}/{row.dataset} with {overrides}"
+        record = record_of(result, MATRIX_TASK, label, spec.name, seed, fold, True, note, extra)
+        write_record(record, leaderboard)
+        print(f"  {key}: {record.metrics}" + (f" ({metric_change(old, record)})" if old else ""), flush=True)
+        return int(not record.metrics or any(math.isnan(v) for v in record.metrics.values()))
+    finally:
+        lock.release()
 
 
 def matrix_main(argv: list[str]) -> int:
@@ -141,7 +202,6 @@ def matrix_main(argv: list[str]) -> int:
     runs = ns.runs or repository_root() / "runs"
     leaderboard = ns.leaderboard or repository_root() / "leaderboard"
     records = read_records(MATRIX_TASK, leaderboard)
-    done = {rec.key() for rec in records}
     skipped = read_not_applicable(leaderboard)
     failures = 0
     for spec in matrix_specs(ns.only):
@@ -152,16 +212,23 @@ def matrix_main(argv: list[str]) -> int:
                 print(f"{spec.name}: {failed} of the runs its row needs failed; its cells are skipped", flush=True)
                 failures += failed
                 continue
+
+        def current(rec, spec=spec) -> bool:
+            return cell_is_current(spec, rec)
+
+        done = {rec.key() for rec in records if rec.dataset == spec.name and (not ns.rerun_stale or current(rec))}
         for label, row, router in _cells(spec, routers):
-            todo = [
-                (seed, fold)
-                for seed in matrix.seeds
-                for fold in (range(row.folds) if row.folds else [None])
-                if record_key(label, spec.name, seed, fold) not in done
-            ]
+            folds = range(row.folds) if row.folds else [None]
+            todo = [(s, f) for s in matrix.seeds for f in folds if record_key(label, spec.name, s, f) not in done]
             if (spec.name, label) in skipped or not todo:
                 continue
-            print(f"{spec.name} / {label}: {len(todo)} runs to do", flush=True)
+            stale = sum(
+                record_path(MATRIX_TASK, record_key(label, spec.name, s, f), leaderboard).exists() for s, f in todo
+            )
+            print(
+                f"{spec.name} / {label}: {len(todo)} runs to do" + (f", {stale} of them stale" if stale else ""),
+                flush=True,
+            )
             if ns.dry_run:
                 continue
             if router is not None:
@@ -170,43 +237,16 @@ def matrix_main(argv: list[str]) -> int:
                     print(f"  n/a: {reason}", flush=True)
                     write_not_applicable(spec.name, router, reason, leaderboard)
                     continue
-            tuned = recorded_tuning(records, spec.name, label, matrix.trials)
+            tuned = recorded_tuning(records, spec.name, label, matrix.trials, current)
             if tuned is not None:
                 print(f"  tuning read back from the cell's records: {' '.join(tuned.overrides)}", flush=True)
-            else:
-                tuned = tune_row(spec, row, matrix.trials, router, cell_overrides(matrix, router), runs=runs, wait=True)
+            else:  # a stale cell's study (from before studies named their code) is not read back either
+                extra = cell_overrides(matrix, router)
+                tuned = tune_row(
+                    spec, row, matrix.trials, router, extra, runs=runs, wait=True, unmarked_is_other=stale > 0
+                )
             for seed, fold in todo:
-                key = record_key(label, spec.name, seed, fold)
-                run_dir = runs / "reproduce" / MATRIX_TASK / f"{spec.name}__{key}"
-                lock = RunLock(run_dir)
-                if not lock.acquire():
-                    print(f"  {key}: another process runs it", flush=True)
-                    continue
-                try:
-                    if record_path(MATRIX_TASK, key, leaderboard).exists():
-                        continue
-                    args = [*row_args(spec, row, seed, fold, quick=False), *cell_overrides(matrix, router)]
-                    if router is not None:
-                        args.append(f"--{spec.router_arg}.router={router}")
-                    args += tuned.overrides
-                    if (moved := set_aside_other_code(run_dir, args)) is not None:
-                        print(f"  {key}: its checkpoint came from other code or settings; moved to {moved}", flush=True)
-                    try:
-                        result = fit_and_test(args, run_dir)
-                    except Exception as exc:  # noqa: BLE001 - any error of one run: reported, the grid goes on
-                        print(report_failed_run(run_dir, key, exc), flush=True)
-                        failures += 1
-                        continue
-                    extra = {**result.extra, "tuning": tuned.to_dict(), "row": f"{row.method}/{row.dataset}"}
-                    settings = " ".join(cell_overrides(matrix, router)) or "its settings"
-                    note = f"{row.method}/{row.dataset} with {settings}"
-                    record = record_of(result, MATRIX_TASK, label, spec.name, seed, fold, True, note, extra)
-                    if not record.metrics or any(math.isnan(v) for v in record.metrics.values()):
-                        failures += 1
-                    write_record(record, leaderboard)
-                    print(f"  {key}: {record.metrics}", flush=True)
-                finally:
-                    lock.release()
+                failures += _run_one(spec, label, row, seed, fold, tuned, runs, leaderboard, ns.rerun_stale)
                 page(leaderboard)
     if not ns.dry_run:
         print(page(leaderboard))

@@ -4,7 +4,9 @@ The space is the one the task declares for the row's method (``TaskSpec.search_s
 knobs when ``--router`` names one (``zoo.tuning.router_knobs``). Trials use the tuning seed (``--seed``, default
 ``TUNE_SEED``, none of the benchmark seeds) and, for cross-validated rows, fold 0's training folds (its
 validation split is carved from them); no trial is tested. The study is stored under
-``runs/tune/<task>/<row>[__<router>]/`` and resumes when the command is run again. The result (``best.json``)
+``runs/tune/<task>/<row>[__<router>]/`` and resumes when the command is run again with the same code and settings;
+a study whose trials ran other code or settings is moved aside and the search starts afresh (its folder's
+``study_code.json``: ``zoo.cli.run_folder.code_and_settings`` of the trials' arguments). The result (``best.json``)
 holds the chosen values and the overrides that apply them; ``zoo reproduce`` applies them to rows that ask for
 tuning, and ``zoo reproduce matrix`` to every cell of the router table.
 """
@@ -12,15 +14,18 @@ tuning, and ``zoo reproduce matrix`` to every cell of the router table.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from zoo.cli.reproduce import row_args
+from zoo.cli.run_folder import code_and_settings, move_aside
 from zoo.cli.run_lock import RunLock
 from zoo.errors import ConfigError
 from zoo.leaderboard.record import record_key
 from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
 
 TUNE_SEED = 1000  # outside every benchmark's seeds: the selection noise is not the tested runs' own
+STUDY_CODE = "study_code.json"
 
 
 def find_row(spec: TaskSpec, text: str) -> BenchmarkRow:
@@ -69,19 +74,22 @@ def tune_row(
     seed: int = TUNE_SEED,
     runs: Path | None = None,
     wait: bool = False,
+    unmarked_is_other: bool = False,
 ):
     """Run (or resume, or read back) the study of ``row`` [with ``router``]; its ``TuneResult``. While another
     process tunes the row, refuse, or with ``wait`` (``zoo reproduce``: two processes sharing a grid) wait for
-    its study and read it back."""
+    its study and read it back. A study that ran other code or settings is moved aside first (``other_study``;
+    ``unmarked_is_other``: also one from before studies were marked, when the caller knows its results are stale)."""
     from zoo.tuning.study import read_best, run_study
 
     folder = study_folder(spec, row, router, runs or repository_root() / "runs")
-    best = read_best(folder)
-    if best is not None and best.trials >= trials:
-        return best
     args = [*row_args(spec, row, seed, 0 if row.folds else None, quick=False), *extra]
     if router:
         args.append(f"--{spec.router_arg}.router={router}")
+    made_by = code_and_settings(args)
+    best = read_best(folder)
+    if best is not None and best.trials >= trials and not other_study(folder, made_by, unmarked_is_other):
+        return best
     lock = RunLock(folder)
     if not lock.acquire():
         if not wait:
@@ -89,12 +97,27 @@ def tune_row(
         print(f"  waiting for the study another process runs ({lock.holder()}): {folder}", flush=True)
         lock.acquire(wait=True)
     try:
+        if other_study(folder, made_by, unmarked_is_other):
+            print(f"  the study in {folder} ran other code or settings; moved to {move_aside(folder)}", flush=True)
         best = read_best(folder)  # another process may have finished the study since the first look
         if best is not None and best.trials >= trials:
             return best
+        (folder / STUDY_CODE).write_text(json.dumps(made_by) + "\n")
         return run_study(args, row_space(spec, row, router), folder, trials, seed=0, metric=spec.tune_metric)
     finally:
         lock.release()
+
+
+def other_study(folder: Path, made_by: dict, unmarked_is_other: bool = False) -> bool:
+    """Whether ``folder`` holds a study whose trials ran other code or settings than ``made_by``
+    (``code_and_settings`` of the trials' arguments): resuming it, or reading its choice back, would mix versions.
+    A study from before these marks counts as other only with ``unmarked_is_other``."""
+    from zoo.tuning.study import BEST_FILE, STUDY_FILE  # imports Lightning: only when a study is looked at
+
+    mark = folder / STUDY_CODE
+    if mark.is_file():
+        return json.loads(mark.read_text()) != made_by
+    return unmarked_is_other and any((folder / name).exists() for name in (STUDY_FILE, BEST_FILE))
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -13,7 +13,7 @@ import json
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from zoo.leaderboard.cpu_identity import machine_counts
@@ -143,10 +143,12 @@ def render_matrix(
     not_applicable: Mapping[tuple[str, str], str],
     notes: str = "",
     without_row: Sequence[str] = (),
+    stale: Callable[[RunRecord], bool] | None = None,
 ) -> str:
     """The page. ``metrics``: task -> (the metric its row is ranked by, higher is better); ``routers``: every
     name in ``zoo.moe.ROUTERS`` (columns, after the dense twin); ``without_row``: the installed tasks whose specs
-    name no matrix row (listed under the table, so a missing task is stated, not silent)."""
+    name no matrix row (listed under the table, so a missing task is stated, not silent); ``stale(record)``: whether
+    other code or settings than today's made the record (its cell is marked °)."""
     cells: dict[tuple[str, str], list[RunRecord]] = defaultdict(list)
     for rec in records:
         cells[(rec.dataset, rec.method)].append(rec)
@@ -165,7 +167,7 @@ def render_matrix(
         "|---|" + "---|" * len(columns),
     ]
     reasons: dict[str, int] = {}  # one footnote per distinct reason, the router's name replaced by R
-    verdicts = []
+    verdicts, marked = [], []
     for task in tasks:
         metric, higher = metrics.get(task, ("", True))
         stats = {}
@@ -181,7 +183,9 @@ def render_matrix(
         for column in columns:
             if column in stats and stats[column][2]:
                 mean, std, n = stats[column]
-                row.append(f"{mean:.4f} ± {std:.4f} ({n}) [{rank[column]}]")
+                old = stale is not None and any(stale(rec) for rec in cells[(task, column)])
+                marked.append(old)
+                row.append(f"{mean:.4f} ± {std:.4f} ({n}) [{rank[column]}]" + (" °" if old else ""))
             elif (task, column) in not_applicable:
                 reason = not_applicable[(task, column)].removeprefix("model.router: ").replace(f"'{column}'", "R")
                 number = reasons.setdefault(reason, len(reasons) + 1)
@@ -191,6 +195,12 @@ def render_matrix(
         arrow = "↑" if higher else "↓"
         out.append(f"| {task} ({metric} {arrow}) | " + " | ".join(row) + " |")
         verdicts.append(f"- {task}: {_versus_dense(stats, higher)}")
+    if any(marked):
+        out += [
+            "",
+            "° some runs of the cell were made by other code of its task or other matrix settings than today's: "
+            "`zoo reproduce matrix --rerun-stale` re-runs them (and re-tunes the cell).",
+        ]
     if reasons:
         out += ["", "n/a: the router cannot route the task's mixture; the model's own words when built with it:", ""]
         out += [f"({n}) {text}" for text, n in reasons.items()]

@@ -1,0 +1,52 @@
+"""One cell of the router x task table: the ``zoo fit`` arguments of its runs, and whether a record of it is current.
+
+A cell is a task's matrix row run with one router (or the row's dense twin, ``"dense"``). Its records carry
+``extra["cell_settings_sha256"]``, the settings fingerprint (``zoo.leaderboard.settings.settings_fingerprint``) of the
+cell's arguments before its tuned values, so a record made with other matrix settings than the spec declares now
+(fewer steps, another benchmark row) is told from a current one, as the benchmark pages tell a record of other
+settings.
+"""
+
+from __future__ import annotations
+
+from zoo.cli.tune import find_row
+from zoo.errors import ConfigError
+from zoo.leaderboard.matrix import DENSE
+from zoo.leaderboard.provenance import written_by_current_code
+from zoo.leaderboard.record import RunRecord
+from zoo.leaderboard.settings import row_args, settings_fingerprint
+from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.tuning.matrix_row import cell_overrides
+
+CELL_SETTINGS = "cell_settings_sha256"
+
+
+def cell_row(spec: TaskSpec, label: str) -> tuple[BenchmarkRow, str | None]:
+    """(benchmark row, router) of the cell ``label`` (``"dense"`` or a router name) of ``spec``'s matrix row."""
+    if label == DENSE:
+        return find_row(spec, spec.matrix.dense), None
+    return find_row(spec, spec.matrix.row), label
+
+
+def cell_args(spec: TaskSpec, label: str, seed: int, fold: int | None) -> list[str]:
+    """The ``zoo fit`` arguments of one run of a cell, before its tuned values: the benchmark row's, the matrix
+    settings (``cell_overrides``) and the router."""
+    row, router = cell_row(spec, label)
+    args = [*row_args(spec, row, seed, fold, quick=False), *cell_overrides(spec.matrix, router)]
+    if router is not None:
+        args.append(f"--{spec.router_arg}.router={router}")
+    return args
+
+
+def cell_is_current(spec: TaskSpec, record: RunRecord) -> bool:
+    """Whether ``record`` was written by the code installed now (``written_by_current_code``) with its cell's
+    current settings; a record from before cell settings were stored is judged by its code alone."""
+    if written_by_current_code(record) is not True:
+        return False
+    recorded = (record.extra or {}).get(CELL_SETTINGS)
+    if recorded is None:
+        return True
+    try:
+        return recorded == settings_fingerprint(cell_args(spec, record.method, record.seed, record.fold))
+    except ConfigError:  # the spec's matrix row no longer names that row
+        return False
