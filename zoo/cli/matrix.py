@@ -28,6 +28,7 @@ from zoo.cli.reproduce import (
 )
 from zoo.cli.run_folder import mark_rerun, set_aside_old_run, set_aside_other_code
 from zoo.cli.run_lock import RunLock
+from zoo.cli.stop_signal import stop_if_asked, stopping_between_runs
 from zoo.cli.tune import find_row, study_folder, tune_row
 from zoo.errors import ConfigError
 from zoo.leaderboard.matrix import (
@@ -152,6 +153,7 @@ def _run_one(
     """Fit and test one run of a cell with its tuned values and write its record (replacing a stale one with
     ``rerun_stale``); 1 when it failed or gave no finite test metric, else 0."""
     key = record_key(label, spec.name, seed, fold)
+    stop_if_asked(f"{spec.name} / {key}")
     run_dir = runs / "reproduce" / MATRIX_TASK / f"{spec.name}__{key}"
     lock = RunLock(run_dir)
     if not lock.acquire():
@@ -188,6 +190,7 @@ def _run_one(
         lock.release()
 
 
+@stopping_between_runs
 def matrix_main(argv: list[str]) -> int:
     from zoo.moe import ROUTERS
 
@@ -231,6 +234,7 @@ def matrix_main(argv: list[str]) -> int:
             )
             if ns.dry_run:
                 continue
+            stop_if_asked(f"{spec.name} / {label}")
             if router is not None:
                 reason = _probe(spec, row, router, runs)
                 if reason is not None:

@@ -17,6 +17,7 @@ from zoo.cli.fit_test import fit_and_test
 from zoo.cli.reproduce import report_failed_run, row_args
 from zoo.cli.run_folder import code_and_settings, set_aside_other_code
 from zoo.cli.run_lock import RunLock
+from zoo.cli.stop_signal import stop_if_asked
 from zoo.cli.tune import TUNE_SEED, find_row
 from zoo.data import cache_dir
 from zoo.leaderboard.matrix import MATRIX_TASK
@@ -64,6 +65,7 @@ def run_requirements(spec: TaskSpec, runs: Path, dry_run: bool = False) -> int:
         return 0
     failures = 0
     for text, seed, args, folder in todo:
+        stop_if_asked(f"{text} seed={seed}")
         lock = RunLock(folder)
         if not lock.acquire():
             print(f"  {text} seed={seed}: waiting for the process that runs it ({lock.holder()})", flush=True)

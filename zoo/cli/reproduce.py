@@ -25,6 +25,7 @@ from zoo.cli.run_folder import (
     set_aside_other_code,
 )
 from zoo.cli.run_lock import RunLock
+from zoo.cli.stop_signal import stop_if_asked, stopping_between_runs
 from zoo.code_closure import source_hash
 from zoo.errors import ConfigError
 from zoo.leaderboard.cpu_identity import record_machine
@@ -291,6 +292,7 @@ def _write_pages(spec: TaskSpec, leaderboard: Path) -> Path:
     return page
 
 
+@stopping_between_runs
 def reproduce_main(argv: list[str]) -> int:
     command, argv = argv[0], argv[1:]
     if command == "render":
@@ -354,6 +356,7 @@ def reproduce_main(argv: list[str]) -> int:
     pages_written = time.monotonic()
     for i, (row, seed, fold) in enumerate(todo, 1):
         key = record_key(row.method, row.dataset, seed, fold)
+        stop_if_asked(key)
         run_dir = runs_dir / key
         lock = RunLock(run_dir)
         if not lock.acquire():

@@ -20,6 +20,7 @@ from pathlib import Path
 from zoo.cli.reproduce import row_args
 from zoo.cli.run_folder import code_and_settings, move_aside
 from zoo.cli.run_lock import RunLock
+from zoo.cli.stop_signal import stopping_between_runs
 from zoo.errors import ConfigError
 from zoo.leaderboard.record import record_key
 from zoo.registry import BenchmarkRow, TaskSpec, get_task, repository_root
@@ -131,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@stopping_between_runs
 def tune_main(argv: list[str]) -> int:
     ns, extra = _parser().parse_known_args(argv)
     if ns.trials < 1:

@@ -169,6 +169,9 @@ def run_study(
     finished = (TrialState.COMPLETE, TrialState.PRUNED)
 
     def objective(trial: optuna.Trial) -> float:
+        from zoo.cli.stop_signal import stop_if_asked
+
+        stop_if_asked(f"trial {trial.number} of {folder}")
         params = suggest(trial, space)
         run_dir = folder / f"trial{trial.number}"
         if run_dir.exists():
