@@ -228,3 +228,28 @@ def test_router_overrides_reach_the_router_cells_only():
     assert cell_overrides(staged, None) == ("--a=1",) and cell_overrides(staged, "topk") == ("--a=1", "--b=2")
     plain = MatrixRow("moe/d", "dense/d", overrides=("--a=1",))
     assert cell_overrides(plain, "topk") == ("--a=1",) and requires(plain) == () and requires(staged) == ("x/d",)
+
+
+def test_the_dry_run_times_each_cell_by_the_records_closest_to_its_settings():
+    from zoo.cli.matrix_time import MatrixTime
+    from zoo.registry import BenchmarkRow
+
+    moe, dense = BenchmarkRow("moe", "d", "c.yaml"), BenchmarkRow("dense", "d", "c.yaml")
+
+    def rec(method, wall, task="router_matrix", dataset="t"):
+        return make_record(task, method, dataset, {"test/acc": 0.8}, wall_time_s=wall)
+
+    matrix = [rec("topk", 100.0), rec("topk", 300.0), rec("dense", 50.0)]
+    bench = [rec("moe", 1000.0, "t", "d"), rec("dense", 900.0, "t", "d")]
+    timing = MatrixTime()
+    timing.add("topk", moe, 1, 2, matrix, bench)  # its own records: 3 x 200 s
+    timing.add("soft", moe, 2, 0, matrix, bench)  # the other router cells: 2 x 200 s
+    timing.add("dense", dense, 1, 0, matrix[:2], bench)  # no dense record: the router cells, 200 s
+    timing.add("dense", dense, 1, 1, [], bench)  # nothing of the matrix: the benchmark row, 2 x 900 s
+    timing.add("dense", BenchmarkRow("gone", "d", "c.yaml"), 1, 0, [], bench)
+    assert timing.seconds == 600 + 400 + 200 + 1800 and (timing.runs, timing.trials) == (5, 3)
+    line = timing.line()
+    assert "about 50 min of one process: 5 runs and 3 tuning trials" in line
+    assert "3 by the cells' own records, 2 by their rows' cells of the same kind, 1 by their rows' other cells" in line
+    assert "2 by benchmark records of their rows; not counted: 1 runs" in line
+    assert MatrixTime().line().startswith("how long: unknown")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from zoo.cli.fit_test import fit_and_test
 from zoo.cli.matrix_cells import CELL_SETTINGS, cell_args, cell_is_current
-from zoo.cli.matrix_requires import run_requirements
+from zoo.cli.matrix_requires import requirements_to_do, run_requirements
+from zoo.cli.matrix_time import MatrixTime
 from zoo.cli.reproduce import (
     add_threads_option,
     metric_change,
@@ -26,10 +27,10 @@ from zoo.cli.reproduce import (
     report_failed_run,
     set_threads,
 )
-from zoo.cli.run_folder import mark_rerun, set_aside_old_run, set_aside_other_code
+from zoo.cli.run_folder import code_and_settings, mark_rerun, set_aside_old_run, set_aside_other_code
 from zoo.cli.run_lock import RunLock
 from zoo.cli.stop_signal import stop_if_asked, stopping_between_runs
-from zoo.cli.tune import find_row, study_folder, tune_row
+from zoo.cli.tune import TUNE_SEED, find_row, other_study, study_folder, tune_row
 from zoo.errors import ConfigError
 from zoo.leaderboard.matrix import (
     DENSE,
@@ -81,6 +82,19 @@ def recorded_tuning(records, task: str, label: str, trials: int, current=None):
         if current(rec):
             return tuned
     return None
+
+
+def _tuned(spec: TaskSpec, label: str, row, router: str | None, runs: Path, records, current) -> bool:
+    """Whether the cell needs no more tuning: its current records hold the choice, or its study has finished with
+    today's code and settings."""
+    from zoo.tuning.study import read_best
+
+    if recorded_tuning(records, spec.name, label, spec.matrix.trials, current) is not None:
+        return True
+    folder = study_folder(spec, row, router, runs)
+    best = read_best(folder)
+    made_by = code_and_settings(cell_args(spec, label, TUNE_SEED, 0 if row.folds else None))
+    return best is not None and best.trials >= spec.matrix.trials and not other_study(folder, made_by)
 
 
 def _probe(spec: TaskSpec, row, router: str, runs: Path) -> str | None:
@@ -206,7 +220,7 @@ def matrix_main(argv: list[str]) -> int:
     leaderboard = ns.leaderboard or repository_root() / "leaderboard"
     records = read_records(MATRIX_TASK, leaderboard)
     skipped = read_not_applicable(leaderboard)
-    failures = 0
+    failures, timing = 0, MatrixTime()
     for spec in matrix_specs(ns.only):
         matrix = spec.matrix
         if requires(matrix):
@@ -218,6 +232,11 @@ def matrix_main(argv: list[str]) -> int:
 
         def current(rec, spec=spec) -> bool:
             return cell_is_current(spec, rec)
+
+        if ns.dry_run:
+            benchmark_records = read_records(spec.name, leaderboard)
+            for text, *_ in requirements_to_do(spec, runs):
+                timing.add_required(find_row(spec, text), benchmark_records)
 
         done = {rec.key() for rec in records if rec.dataset == spec.name and (not ns.rerun_stale or current(rec))}
         for label, row, router in _cells(spec, routers):
@@ -233,6 +252,9 @@ def matrix_main(argv: list[str]) -> int:
                 flush=True,
             )
             if ns.dry_run:
+                mine = [rec for rec in records if rec.dataset == spec.name]
+                trials = 0 if _tuned(spec, label, row, router, runs, records, current) else matrix.trials
+                timing.add(label, row, len(todo), trials, mine, benchmark_records)
                 continue
             stop_if_asked(f"{spec.name} / {label}")
             if router is not None:
@@ -252,6 +274,8 @@ def matrix_main(argv: list[str]) -> int:
             for seed, fold in todo:
                 failures += _run_one(spec, label, row, seed, fold, tuned, runs, leaderboard, ns.rerun_stale)
                 page(leaderboard)
-    if not ns.dry_run:
+    if ns.dry_run:
+        print(timing.line() + "; cells not yet built with their router count in full (some may turn out n/a)")
+    else:
         print(page(leaderboard))
     return 1 if failures else 0

@@ -53,10 +53,15 @@ def is_done(args: list[str], folder: Path) -> bool:
     return all(done.get(key) == value for key, value in _made_by(args).items())
 
 
+def requirements_to_do(spec: TaskSpec, runs: Path) -> list[tuple[str, int, list[str], Path]]:
+    """The required runs of ``spec``'s matrix row that are not done (``requirement_runs``' items)."""
+    return [run for run in requirement_runs(spec, runs) if not is_done(run[2], run[3])]
+
+
 def run_requirements(spec: TaskSpec, runs: Path, dry_run: bool = False) -> int:
     """Fit every required run of ``spec``'s matrix row that is not done; the number that failed (its cells cannot
     be built then). With ``dry_run``, list them and run nothing."""
-    todo = [run for run in requirement_runs(spec, runs) if not is_done(run[2], run[3])]
+    todo = requirements_to_do(spec, runs)
     if todo:
         print(f"{spec.name} / runs its row needs first: {len(todo)} to do", flush=True)
     if dry_run:

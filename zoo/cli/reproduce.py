@@ -191,7 +191,7 @@ def _dry_run_line(args: list[str], row: BenchmarkRow, seed: int, fold: int | Non
     return line
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
@@ -219,7 +219,7 @@ def time_to_do(spec: TaskSpec, todo: list[tuple[BenchmarkRow, int, int | None]],
     if not known:
         return "how long: unknown, no record of their rows or datasets ran with the rows' current settings"
     seconds = sum(sum(t) / len(t) for t in known)
-    line = f"about {_duration(seconds)} of one process at the wall times recorded for their rows' settings"
+    line = f"about {duration(seconds)} of one process at the wall times recorded for their rows' settings"
     if from_siblings:
         line += f"; {from_siblings} of the {len(todo)} runs estimated from other methods' runs on their dataset"
     if len(known) < len(todo):
