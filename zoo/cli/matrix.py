@@ -144,8 +144,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--rerun-stale",
         action="store_true",
-        help="re-run and replace the records that other code or matrix settings than today's wrote (page mark °); "
-        "their cells are tuned again",
+        help="re-run and replace the records that other code or matrix settings than today's wrote (page mark °), "
+        "tuning their cells again unless their study ran today's code and settings",
     )
     add_threads_option(p)
     p.add_argument("--leaderboard", type=Path, default=None)

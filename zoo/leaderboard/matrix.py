@@ -199,7 +199,7 @@ def render_matrix(
         out += [
             "",
             "° some runs of the cell were made by other code of its task or other matrix settings than today's: "
-            "`zoo reproduce matrix --rerun-stale` re-runs them (and re-tunes the cell).",
+            "`zoo reproduce matrix --rerun-stale` re-runs them (and the cell's tuning, when its study ran other code).",
         ]
     if reasons:
         out += ["", "n/a: the router cannot route the task's mixture; the model's own words when built with it:", ""]
