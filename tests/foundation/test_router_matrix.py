@@ -253,3 +253,32 @@ def test_the_dry_run_times_each_cell_by_the_records_closest_to_its_settings():
     assert "3 by the cells' own records, 2 by their rows' cells of the same kind, 1 by their rows' other cells" in line
     assert "2 by benchmark records of their rows; not counted: 1 runs" in line
     assert MatrixTime().line().startswith("how long: unknown")
+
+
+def test_a_cell_another_process_tunes_is_left_for_later_not_waited_for(zoo_env, tmp_path):
+    """Two processes sharing the table tune two cells at once: the second skips the cell whose study the first holds
+    and comes back to it after its other cells."""
+    from zoo.cli.run_lock import RunLock
+
+    board, runs = tmp_path / "board", tmp_path / "runs"
+    held = RunLock(runs / "tune" / "toy" / "moe__digits__topk")  # as if another process were tuning topk
+    assert held.acquire()
+    args = [sys.executable, "-m", "zoo.cli.main", "reproduce", "matrix", "--only", "toy", "--routers", "topk,soft"]
+    args += ["--allow-dirty", "--threads", "1", "--leaderboard", str(board), "--runs", str(runs)]
+    proc = subprocess.Popen(args, env=zoo_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if "soft__toy__seed0" in line:  # the later cell ran while topk's study was held
+                break
+        assert any("another process tunes this cell; back to it after the others" in line for line in lines), lines
+        assert not (board / "results" / "router_matrix" / "topk__toy__seed0.json").exists()
+        held.release()  # the other process is done: the skipped cell is tuned and run now
+        out, err = proc.communicate(timeout=300)
+    finally:
+        held.release()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    assert (board / "results" / "router_matrix" / "topk__toy__seed0.json").is_file()

@@ -7,6 +7,9 @@ row's declared space plus the router's knobs, the same number of trials for ever
 chosen config on the row's benchmark seeds (times its folds). The runs a row's model needs before it can be
 built (``StagedMatrixRow.requires``) go first (``zoo.cli.matrix_requires``). Records go to
 ``leaderboard/results/router_matrix/`` and the page to ``leaderboard/router_matrix.md``.
+
+Two processes can share the table (the same command twice): a lock per run and per study keeps them apart, and a
+process that meets a cell the other one is tuning goes on with its next cell and comes back to it at the end.
 """
 
 from __future__ import annotations
@@ -204,6 +207,35 @@ def _run_one(
         lock.release()
 
 
+def _run_cell(spec: TaskSpec, label: str, row, router, todo, stale: int, ns, leaderboard, runs, records, wait: bool):
+    """Probe, tune and run the runs ``todo`` of one cell; the number that failed. None, without ``wait``, when the
+    cell's study is being run by another process sharing the table: the caller comes back to it after its other
+    cells, so two processes tune two cells at once instead of one waiting for the other."""
+    stop_if_asked(f"{spec.name} / {label}")
+    matrix = spec.matrix
+    if router is not None:
+        reason = _probe(spec, row, router, runs)
+        if reason is not None:
+            print(f"  n/a: {reason}", flush=True)
+            write_not_applicable(spec.name, router, reason, leaderboard)
+            return 0
+    tuned = recorded_tuning(records, spec.name, label, matrix.trials, lambda rec: cell_is_current(spec, rec))
+    if tuned is not None:
+        print(f"  tuning read back from the cell's records: {' '.join(tuned.overrides)}", flush=True)
+    else:
+        if not wait and RunLock(study_folder(spec, row, router, runs)).held_elsewhere():
+            print("  another process tunes this cell; back to it after the others", flush=True)
+            return None
+        # a stale cell's study from before studies named their code is not read back either
+        extra = cell_overrides(matrix, router)
+        tuned = tune_row(spec, row, matrix.trials, router, extra, runs=runs, wait=True, unmarked_is_other=stale > 0)
+    failures = 0
+    for seed, fold in todo:
+        failures += _run_one(spec, label, row, seed, fold, tuned, runs, leaderboard, ns.rerun_stale)
+        page(leaderboard)
+    return failures
+
+
 @stopping_between_runs
 def matrix_main(argv: list[str]) -> int:
     from zoo.moe import ROUTERS
@@ -239,6 +271,7 @@ def matrix_main(argv: list[str]) -> int:
                 timing.add_required(find_row(spec, text), benchmark_records)
 
         done = {rec.key() for rec in records if rec.dataset == spec.name and (not ns.rerun_stale or current(rec))}
+        deferred = []
         for label, row, router in _cells(spec, routers):
             folds = range(row.folds) if row.folds else [None]
             todo = [(s, f) for s in matrix.seeds for f in folds if record_key(label, spec.name, s, f) not in done]
@@ -256,24 +289,13 @@ def matrix_main(argv: list[str]) -> int:
                 trials = 0 if _tuned(spec, label, row, router, runs, records, current) else matrix.trials
                 timing.add(label, row, len(todo), trials, mine, benchmark_records)
                 continue
-            stop_if_asked(f"{spec.name} / {label}")
-            if router is not None:
-                reason = _probe(spec, row, router, runs)
-                if reason is not None:
-                    print(f"  n/a: {reason}", flush=True)
-                    write_not_applicable(spec.name, router, reason, leaderboard)
-                    continue
-            tuned = recorded_tuning(records, spec.name, label, matrix.trials, current)
-            if tuned is not None:
-                print(f"  tuning read back from the cell's records: {' '.join(tuned.overrides)}", flush=True)
-            else:  # a stale cell's study (from before studies named their code) is not read back either
-                extra = cell_overrides(matrix, router)
-                tuned = tune_row(
-                    spec, row, matrix.trials, router, extra, runs=runs, wait=True, unmarked_is_other=stale > 0
-                )
-            for seed, fold in todo:
-                failures += _run_one(spec, label, row, seed, fold, tuned, runs, leaderboard, ns.rerun_stale)
-                page(leaderboard)
+            result = _run_cell(spec, label, row, router, todo, stale, ns, leaderboard, runs, records, wait=False)
+            if result is None:
+                deferred.append((label, row, router, todo, stale))
+            else:
+                failures += result
+        for label, row, router, todo, stale in deferred:  # their studies ran in another process meanwhile
+            failures += _run_cell(spec, label, row, router, todo, stale, ns, leaderboard, runs, records, wait=True)
     if ns.dry_run:
         print(timing.line() + "; cells not yet built with their router count in full (some may turn out n/a)")
     else:
