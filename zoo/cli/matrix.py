@@ -142,7 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="zoo reproduce matrix", description=__doc__)
     p.add_argument("--only", action="append", default=[], help="tasks to run (repeatable; default: all)")
     p.add_argument("--routers", default="", help="comma-separated routers (default: every router)")
-    p.add_argument("--dry-run", action="store_true", help="list the cells and runs to do, and exit")
+    p.add_argument("--dry-run", action="store_true", help="list the runs to do and about how long they take")
     p.add_argument("--allow-dirty", action="store_true", help="write records from uncommitted sources")
     p.add_argument(
         "--rerun-stale",
@@ -151,8 +151,8 @@ def _parser() -> argparse.ArgumentParser:
         "tuning their cells again unless their study ran today's code and settings",
     )
     add_threads_option(p)
-    p.add_argument("--leaderboard", type=Path, default=None)
-    p.add_argument("--runs", type=Path, default=None)
+    p.add_argument("--leaderboard", type=Path, default=None, help="leaderboard folder (default: the repo's)")
+    p.add_argument("--runs", type=Path, default=None, help="folder for studies, logs and checkpoints (default: runs/)")
     return p
 
 
