@@ -282,3 +282,28 @@ def test_a_cell_another_process_tunes_is_left_for_later_not_waited_for(zoo_env, 
             proc.kill()
     assert proc.returncode == 0, err[-3000:]
     assert (board / "results" / "router_matrix" / "topk__toy__seed0.json").is_file()
+
+
+def test_a_cell_record_of_other_matrix_settings_is_not_current():
+    """A matrix record stores its cell's settings (the row's arguments, the matrix overrides, the router): when the
+    spec's matrix row changes them, the record is stale although the code is the same."""
+    from zoo.cli.matrix_cells import CELL_SETTINGS, cell_args, cell_is_current
+    from zoo.code_closure import closure_hash, run_roots
+    from zoo.leaderboard.settings import settings_fingerprint
+    from zoo.registry import get_task
+
+    spec = get_task("seer")
+    config = {"model": {"class_path": "zoo_tasks.timeseries.seer.SEERForecaster"}}
+    today = closure_hash(run_roots(config))
+
+    def rec(settings, source_hash=today):
+        extra = {} if settings is None else {CELL_SETTINGS: settings}
+        return make_record("router_matrix", "topk", "seer", {"test/mse": 0.4}, 0, config=config, extra=extra,
+                           source_hash=source_hash)  # fmt: skip
+
+    settings = settings_fingerprint(cell_args(spec, "topk", 0, None))
+    assert cell_is_current(spec, rec(settings))
+    assert not cell_is_current(spec, rec("the matrix row ran 2 epochs then"))
+    assert cell_is_current(spec, rec(None))  # from before cells stored their settings: judged by its code
+    assert not cell_is_current(spec, rec(settings, source_hash="older code"))
+    assert settings != settings_fingerprint(cell_args(spec, "soft", 0, None))  # the router is part of a cell
