@@ -30,10 +30,10 @@ from zoo.cli.reproduce import (
     report_failed_run,
     set_threads,
 )
-from zoo.cli.run_folder import code_and_settings, mark_rerun, set_aside_old_run, set_aside_other_code
+from zoo.cli.run_folder import mark_rerun, set_aside_old_run, set_aside_other_code
 from zoo.cli.run_lock import RunLock
 from zoo.cli.stop_signal import stop_if_asked, stopping_between_runs
-from zoo.cli.tune import TUNE_SEED, find_row, other_study, study_folder, tune_row
+from zoo.cli.tune import find_row, finished_study, study_folder, tune_row
 from zoo.errors import ConfigError
 from zoo.leaderboard.matrix import (
     DENSE,
@@ -90,14 +90,10 @@ def recorded_tuning(records, task: str, label: str, trials: int, current=None):
 def _tuned(spec: TaskSpec, label: str, row, router: str | None, runs: Path, records, current) -> bool:
     """Whether the cell needs no more tuning: its current records hold the choice, or its study has finished with
     today's code and settings."""
-    from zoo.tuning.study import read_best
-
-    if recorded_tuning(records, spec.name, label, spec.matrix.trials, current) is not None:
+    trials = spec.matrix.trials
+    if recorded_tuning(records, spec.name, label, trials, current) is not None:
         return True
-    folder = study_folder(spec, row, router, runs)
-    best = read_best(folder)
-    made_by = code_and_settings(cell_args(spec, label, TUNE_SEED, 0 if row.folds else None))
-    return best is not None and best.trials >= spec.matrix.trials and not other_study(folder, made_by)
+    return finished_study(spec, row, trials, router, cell_overrides(spec.matrix, router), runs=runs) is not None
 
 
 def _probe(spec: TaskSpec, row, router: str, runs: Path) -> str | None:
@@ -115,14 +111,14 @@ def _probe(spec: TaskSpec, row, router: str, runs: Path) -> str | None:
 def page(leaderboard: Path) -> Path:
     from zoo.moe import ROUTERS
 
-    metrics, without_row = {}, []
-    for load in discover():
-        if load.spec is not None and load.spec.matrix is None:
-            without_row.append(load.spec.name)
-        elif load.spec is not None and load.spec.metrics:
-            metric = load.spec.metrics[0]
-            metrics[load.spec.name] = (metric, metric in load.spec.higher_is_better)
-    specs = {load.spec.name: load.spec for load in discover() if load.spec is not None and load.spec.matrix}
+    metrics, without_row, specs = {}, [], {}
+    for spec in (load.spec for load in discover() if load.spec is not None):
+        if spec.matrix is None:
+            without_row.append(spec.name)
+            continue
+        specs[spec.name] = spec
+        if spec.metrics:
+            metrics[spec.name] = (spec.metrics[0], spec.metrics[0] in spec.higher_is_better)
     notes_file = leaderboard / "notes" / f"{MATRIX_TASK}.md"
     text = render_matrix(
         read_records(MATRIX_TASK, leaderboard),
@@ -297,7 +293,8 @@ def matrix_main(argv: list[str]) -> int:
         for label, row, router, todo, stale in deferred:  # their studies ran in another process meanwhile
             failures += _run_cell(spec, label, row, router, todo, stale, ns, leaderboard, runs, records, wait=True)
     if ns.dry_run:
-        print(timing.line() + "; cells not yet built with their router count in full (some may turn out n/a)")
+        if timing.runs or timing.trials or timing.uncounted:
+            print(timing.line() + "; cells not yet built with their router count in full (some may turn out n/a)")
     else:
         print(page(leaderboard))
     return 1 if failures else 0

@@ -33,8 +33,8 @@ def requirement_runs(spec: TaskSpec, runs: Path) -> list[tuple[str, int, list[st
     matrix, out = spec.matrix, []
     for text in requires(matrix):
         row = find_row(spec, text)
+        fold = 0 if row.folds else None
         for seed in dict.fromkeys((TUNE_SEED, *matrix.seeds)):
-            fold = 0 if row.folds else None
             key = record_key(row.method, row.dataset, seed, fold)
             folder = runs / "reproduce" / MATRIX_TASK / "requires" / f"{spec.name}__{key}"
             out.append((text, seed, row_args(spec, row, seed, fold, quick=False), folder))

@@ -83,14 +83,12 @@ def tune_row(
     ``unmarked_is_other``: also one from before studies were marked, when the caller knows its results are stale)."""
     from zoo.tuning.study import read_best, run_study
 
-    folder = study_folder(spec, row, router, runs or repository_root() / "runs")
-    args = [*row_args(spec, row, seed, 0 if row.folds else None, quick=False), *extra]
-    if router:
-        args.append(f"--{spec.router_arg}.router={router}")
-    made_by = code_and_settings(args)
-    best = read_best(folder)
-    if best is not None and best.trials >= trials and not other_study(folder, made_by, unmarked_is_other):
+    best = finished_study(spec, row, trials, router, extra, seed, runs, unmarked_is_other)
+    if best is not None:
         return best
+    folder = study_folder(spec, row, router, runs or repository_root() / "runs")
+    args = _study_args(spec, row, router, extra, seed)
+    made_by = code_and_settings(args)
     lock = RunLock(folder)
     if not lock.acquire():
         if not wait:
@@ -107,6 +105,36 @@ def tune_row(
         return run_study(args, row_space(spec, row, router), folder, trials, seed=0, metric=spec.tune_metric)
     finally:
         lock.release()
+
+
+def _study_args(spec: TaskSpec, row: BenchmarkRow, router: str | None, extra: tuple[str, ...], seed: int) -> list[str]:
+    """The ``zoo fit`` arguments of the study's trials, before each trial's values."""
+    args = [*row_args(spec, row, seed, 0 if row.folds else None, quick=False), *extra]
+    if router:
+        args.append(f"--{spec.router_arg}.router={router}")
+    return args
+
+
+def finished_study(
+    spec: TaskSpec,
+    row: BenchmarkRow,
+    trials: int,
+    router: str | None = None,
+    extra: tuple[str, ...] = (),
+    seed: int = TUNE_SEED,
+    runs: Path | None = None,
+    unmarked_is_other: bool = False,
+):
+    """The ``TuneResult`` of the row's study when it has finished at least ``trials`` trials with today's code and
+    settings (``other_study``), else None; reads, runs nothing."""
+    from zoo.tuning.study import read_best
+
+    folder = study_folder(spec, row, router, runs or repository_root() / "runs")
+    best = read_best(folder)
+    if best is None or best.trials < trials:
+        return None
+    made_by = code_and_settings(_study_args(spec, row, router, extra, seed))
+    return None if other_study(folder, made_by, unmarked_is_other) else best
 
 
 def other_study(folder: Path, made_by: dict, unmarked_is_other: bool = False) -> bool:
