@@ -5,6 +5,7 @@ reason; the page is generated from the records alone and resumes."""
 import json
 import subprocess
 import sys
+import threading
 
 from zoo_testing import make_record, run_zoo
 
@@ -220,6 +221,46 @@ def test_a_staged_row_runs_what_its_model_needs_first_once_per_seed(zoo_env, tmp
     assert missing.returncode != 0 and "nope/digits" in missing.stderr
 
 
+def _lines_until(proc: subprocess.Popen, text: str, seconds: float = 120) -> list[str]:
+    """``proc``'s output lines up to the first holding ``text``; a process that never prints it is killed after
+    ``seconds``, so a test of code that waits instead of going on fails instead of hanging."""
+    watchdog = threading.Timer(seconds, proc.kill)
+    watchdog.start()
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if text in line:
+                break
+    finally:
+        watchdog.cancel()
+    return lines
+
+
+def test_a_required_run_another_process_fits_is_left_for_later(zoo_env, tmp_path):
+    """Two processes sharing the table fit two of a staged row's required runs at once: the second skips the run the
+    first holds, fits the next, then comes back to the held one."""
+    from zoo.cli.run_lock import RunLock
+
+    runs = tmp_path / "runs"
+    held = RunLock(runs / "reproduce" / "router_matrix" / "requires" / "toy__dense__digits__seed1000")
+    assert held.acquire()
+    args = [sys.executable, "-c", STAGED, str(runs), "dense/digits"]
+    proc = subprocess.Popen(args, env=zoo_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = _lines_until(proc, "seed=0: {")  # the later run is fitted while seed 1000's is held
+        assert any("seed=1000: another process fits it; back to it after the others" in line for line in lines), lines
+        assert not (held.path.parent / "requirement.json").exists()
+        held.release()  # the other process stopped without fitting it: this one fits it now
+        out, err = proc.communicate(timeout=300)
+    finally:
+        held.release()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    assert "dense/digits seed=1000: {" in out and (held.path.parent / "requirement.json").is_file()
+
+
 def test_router_overrides_reach_the_router_cells_only():
     from zoo.registry import MatrixRow
     from zoo.tuning.matrix_row import StagedMatrixRow, cell_overrides, requires
@@ -267,11 +308,7 @@ def test_a_cell_another_process_tunes_is_left_for_later_not_waited_for(zoo_env, 
     args += ["--allow-dirty", "--threads", "1", "--leaderboard", str(board), "--runs", str(runs)]
     proc = subprocess.Popen(args, env=zoo_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        lines = []
-        for line in proc.stdout:
-            lines.append(line)
-            if "soft__toy__seed0" in line:  # the later cell ran while topk's study was held
-                break
+        lines = _lines_until(proc, "soft__toy__seed0")  # the later cell runs while topk's study is held
         assert any("another process tunes this cell; back to it after the others" in line for line in lines), lines
         assert not (board / "results" / "router_matrix" / "topk__toy__seed0.json").exists()
         held.release()  # the other process is done: the skipped cell is tuned and run now

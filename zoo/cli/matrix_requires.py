@@ -60,7 +60,8 @@ def requirements_to_do(spec: TaskSpec, runs: Path) -> list[tuple[str, int, list[
 
 def run_requirements(spec: TaskSpec, runs: Path, dry_run: bool = False) -> int:
     """Fit every required run of ``spec``'s matrix row that is not done; the number that failed (its cells cannot
-    be built then). With ``dry_run``, list them and run nothing."""
+    be built then). With ``dry_run``, list them and run nothing. A run another process holds is left for the end,
+    so two processes sharing the table fit two required runs at once instead of one waiting for the other."""
     todo = requirements_to_do(spec, runs)
     if todo:
         print(f"{spec.name} / runs its row needs first: {len(todo)} to do", flush=True)
@@ -68,26 +69,41 @@ def run_requirements(spec: TaskSpec, runs: Path, dry_run: bool = False) -> int:
         for text, seed, _, _ in todo:
             print(f"  {text} seed={seed}", flush=True)
         return 0
-    failures = 0
-    for text, seed, args, folder in todo:
-        stop_if_asked(f"{text} seed={seed}")
-        lock = RunLock(folder)
-        if not lock.acquire():
-            print(f"  {text} seed={seed}: waiting for the process that runs it ({lock.holder()})", flush=True)
-            lock.acquire(wait=True)
-        try:
-            if is_done(args, folder):
-                continue
-            set_aside_other_code(folder, args)
-            try:
-                result = fit_and_test(args, folder)
-            except Exception as exc:  # noqa: BLE001 - reported; the row's cells are skipped
-                print(report_failed_run(folder, f"{text} seed={seed}", exc), flush=True)
-                failures += 1
-                continue
-            done = {**_made_by(args), "metrics": result.metrics, "wall_time_s": result.wall_time_s}
-            (folder / DONE).write_text(json.dumps(done, indent=1) + "\n")
-            print(f"  {text} seed={seed}: {result.metrics}", flush=True)
-        finally:
-            lock.release()
+    failures, held = 0, []
+    for run in todo:
+        failed = _fit_required(*run, wait=False)
+        if failed is None:
+            held.append(run)
+        else:
+            failures += failed
+    for run in held:  # fitted by the other process meanwhile, or waited for now
+        failures += _fit_required(*run, wait=True)
     return failures
+
+
+def _fit_required(text: str, seed: int, args: list[str], folder: Path, wait: bool) -> int | None:
+    """Fit one required run unless it is done: 1 when it failed, else 0; None, without ``wait``, when another
+    process holds it."""
+    stop_if_asked(f"{text} seed={seed}")
+    lock = RunLock(folder)
+    if not lock.acquire():
+        if not wait:
+            print(f"  {text} seed={seed}: another process fits it; back to it after the others", flush=True)
+            return None
+        print(f"  {text} seed={seed}: waiting for the process that fits it ({lock.holder()})", flush=True)
+        lock.acquire(wait=True)
+    try:
+        if is_done(args, folder):
+            return 0
+        set_aside_other_code(folder, args)
+        try:
+            result = fit_and_test(args, folder)
+        except Exception as exc:  # noqa: BLE001 - reported; the row's cells are skipped
+            print(report_failed_run(folder, f"{text} seed={seed}", exc), flush=True)
+            return 1
+        done = {**_made_by(args), "metrics": result.metrics, "wall_time_s": result.wall_time_s}
+        (folder / DONE).write_text(json.dumps(done, indent=1) + "\n")
+        print(f"  {text} seed={seed}: {result.metrics}", flush=True)
+        return 0
+    finally:
+        lock.release()
