@@ -7,6 +7,7 @@ import sys
 SCRIPT = """
 import os, signal, sys
 import zoo.cli.reproduce as reproduce
+import zoo.cli.verify as verify
 
 fit_and_test = reproduce.fit_and_test
 
@@ -15,7 +16,7 @@ def fit_test_then_sigterm(args, run_dir):
     os.kill(os.getpid(), signal.SIGTERM)  # after the test: the record is still to be written
     return result
 
-reproduce.fit_and_test = fit_test_then_sigterm
+reproduce.fit_and_test = verify.fit_and_test = fit_test_then_sigterm
 sys.exit(reproduce.reproduce_main(sys.argv[1:]))
 """
 
@@ -40,6 +41,14 @@ def test_sigterm_between_runs_stops_the_grid_after_writing_the_current_record(zo
     assert [p.name for p in (board / "results" / "toy").glob("*.json")] == ["moe__digits__seed0.json"]
     assert "stopped by SIGTERM before moe__digits__seed1; the same command resumes" in out.stderr
     assert "Traceback" not in out.stderr
+
+    key = "moe__digits__seed0"  # --verify re-runs records one after the other: it stops between them too
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, *args, "--verify", key, "--verify", key],
+        env=zoo_env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 143, out.stderr[-3000:]
+    assert out.stdout.count("max |Δ|") == 1 and f"stopped by SIGTERM before the re-run of {key}" in out.stderr
 
 
 def test_outside_a_grid_sigterm_keeps_its_default_action(tmp_path):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from zoo.cli.fit_test import FitTest, fit_and_test
 from zoo.cli.reproduce import largest_change, set_threads
+from zoo.cli.stop_signal import stop_if_asked
 from zoo.errors import ConfigError
 from zoo.leaderboard.cpu_identity import IDENTITY_KEYS, record_machine
 from zoo.leaderboard.provenance import written_by_current_code
@@ -102,6 +103,7 @@ def verify_record(spec: TaskSpec, key: str, leaderboard: Path, runs_root: Path) 
 def verify_main(spec: TaskSpec, keys: list[str], leaderboard: Path, runs_root: Path, tolerance: float) -> int:
     here, worst_all = record_machine(), 0.0
     for key in keys:
+        stop_if_asked(f"the re-run of {key}")
         record, result = verify_record(spec, key, leaderboard, runs_root)
         metrics = result.metrics
         change = largest_change(record.metrics, metrics)
