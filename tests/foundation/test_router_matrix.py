@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 from zoo_testing import make_record, run_zoo
 
@@ -237,6 +238,24 @@ def _lines_until(proc: subprocess.Popen, text: str, seconds: float = 120) -> lis
     return lines
 
 
+def _goes_on_past_what_is_held(args, env, cwd, held, skipped: str, later: str, not_yet: Path) -> str:
+    """Run ``args`` while this process holds ``held``: it must say ``skipped``, go on to print ``later`` before
+    ``not_yet`` exists, then, once ``held`` is released, finish with exit 0. Returns its output from there on."""
+    proc = subprocess.Popen(args, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = _lines_until(proc, later)
+        assert any(skipped in line for line in lines), lines
+        assert not not_yet.exists()
+        held.release()  # the other process stopped (or finished): this one does the held work now
+        out, err = proc.communicate(timeout=300)
+    finally:
+        held.release()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    return out
+
+
 def test_a_required_run_another_process_fits_is_left_for_later(zoo_env, tmp_path):
     """Two processes sharing the table fit two of a staged row's required runs at once: the second skips the run the
     first holds, fits the next, then comes back to the held one."""
@@ -246,19 +265,10 @@ def test_a_required_run_another_process_fits_is_left_for_later(zoo_env, tmp_path
     held = RunLock(runs / "reproduce" / "router_matrix" / "requires" / "toy__dense__digits__seed1000")
     assert held.acquire()
     args = [sys.executable, "-c", STAGED, str(runs), "dense/digits"]
-    proc = subprocess.Popen(args, env=zoo_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        lines = _lines_until(proc, "seed=0: {")  # the later run is fitted while seed 1000's is held
-        assert any("seed=1000: another process fits it; back to it after the others" in line for line in lines), lines
-        assert not (held.path.parent / "requirement.json").exists()
-        held.release()  # the other process stopped without fitting it: this one fits it now
-        out, err = proc.communicate(timeout=300)
-    finally:
-        held.release()
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, err[-3000:]
-    assert "dense/digits seed=1000: {" in out and (held.path.parent / "requirement.json").is_file()
+    skipped = "seed=1000: another process fits it; back to it after the others"
+    done = held.path.parent / "requirement.json"
+    out = _goes_on_past_what_is_held(args, zoo_env, tmp_path, held, skipped, "seed=0: {", done)
+    assert "dense/digits seed=1000: {" in out and done.is_file()
 
 
 def test_router_overrides_reach_the_router_cells_only():
@@ -306,19 +316,10 @@ def test_a_cell_another_process_tunes_is_left_for_later_not_waited_for(zoo_env, 
     assert held.acquire()
     args = [sys.executable, "-m", "zoo.cli.main", "reproduce", "matrix", "--only", "toy", "--routers", "topk,soft"]
     args += ["--allow-dirty", "--threads", "1", "--leaderboard", str(board), "--runs", str(runs)]
-    proc = subprocess.Popen(args, env=zoo_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        lines = _lines_until(proc, "soft__toy__seed0")  # the later cell runs while topk's study is held
-        assert any("another process tunes this cell; back to it after the others" in line for line in lines), lines
-        assert not (board / "results" / "router_matrix" / "topk__toy__seed0.json").exists()
-        held.release()  # the other process is done: the skipped cell is tuned and run now
-        out, err = proc.communicate(timeout=300)
-    finally:
-        held.release()
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, err[-3000:]
-    assert (board / "results" / "router_matrix" / "topk__toy__seed0.json").is_file()
+    skipped = "another process tunes this cell; back to it after the others"
+    record = board / "results" / "router_matrix" / "topk__toy__seed0.json"
+    _goes_on_past_what_is_held(args, zoo_env, tmp_path, held, skipped, "soft__toy__seed0", record)
+    assert record.is_file()
 
 
 def test_a_cell_record_of_other_matrix_settings_is_not_current():
