@@ -65,6 +65,8 @@ def test_a_cell_of_older_code_is_marked_and_rerun_stale_replaces_it(zoo_env, tmp
     assert _toy_row(page).endswith(" ° |")  # the topk column, the last
     assert "--rerun-stale` re-runs them" in page
     assert "runs to do" not in run_zoo(args + ["--dry-run"], zoo_env, tmp_path).stdout  # kept without the flag
+    planned = run_zoo(args + ["--rerun-stale", "--dry-run"], zoo_env, tmp_path).stdout
+    assert "timed 1 by their rows' other cells" in planned  # the stale record's own time is not evidence
     rerun = run_zoo(args + ["--rerun-stale"], zoo_env, tmp_path)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "toy / topk: 1 runs to do, 1 of them stale" in rerun.stdout and "toy / dense" not in rerun.stdout

@@ -281,7 +281,7 @@ def matrix_main(argv: list[str]) -> int:
                 flush=True,
             )
             if ns.dry_run:
-                mine = [rec for rec in records if rec.dataset == spec.name]
+                mine = [rec for rec in records if rec.dataset == spec.name and current(rec)]  # not stale ones' times
                 trials = 0 if _tuned(spec, label, row, router, runs, records, current) else matrix.trials
                 timing.add(label, row, len(todo), trials, mine, benchmark_records)
                 continue

@@ -1,11 +1,12 @@
 """How long the runs ``zoo reproduce matrix --dry-run`` lists take one process, from recorded wall times.
 
-A run of a cell is timed by the records that ran closest to its settings: the cell's own records, else those of the
-row's other cells of the same kind (router cells, or the dense twin), else of its other cells (the same matrix
+A run of a cell is timed by the current records (``cell_is_current``: a stale record ran other code or settings,
+e.g. half the steps, so its time is no evidence) that ran closest to its settings: the cell's own records, else those
+of the row's other cells of the same kind (router cells, or the dense twin), else of its other cells (the same matrix
 settings, the other model), else the task's benchmark records of the cell's row (its benchmark settings: an upper
-bound where the matrix shortens the row, as it usually does). A
-cell still to tune adds its trials, each timed like a run (a pruned trial stops early: an upper bound). Runs with
-none of these records are not counted, and the line says how many.
+bound where the matrix shortens the row, as it usually does). A cell still to tune adds its trials, each timed like a
+run (a pruned trial stops early: an upper bound). Runs with none of these records are not counted, and the line says
+how many.
 """
 
 from __future__ import annotations
