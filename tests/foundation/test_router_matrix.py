@@ -63,6 +63,7 @@ def test_a_cell_of_older_code_is_marked_and_rerun_stale_replaces_it(zoo_env, tmp
     assert run_zoo(["render", "matrix", "--leaderboard", str(board)], zoo_env, tmp_path).returncode == 0
     page = (board / "router_matrix.md").read_text()
     assert _toy_row(page).endswith(" ° |")  # the topk column, the last
+    assert "- toy: " in page and "a verdict on mixed runs" in page.split("- toy: ")[1].splitlines()[0]
     assert "--rerun-stale` re-runs them" in page
     assert "runs to do" not in run_zoo(args + ["--dry-run"], zoo_env, tmp_path).stdout  # kept without the flag
     planned = run_zoo(args + ["--rerun-stale", "--dry-run"], zoo_env, tmp_path).stdout
@@ -73,7 +74,8 @@ def test_a_cell_of_older_code_is_marked_and_rerun_stale_replaces_it(zoo_env, tmp
     assert "the study in" not in rerun.stdout  # the study ran today's code: its choice is read back, not re-searched
     again = json.loads(path.read_text())
     assert again["source_hash"] == first["source_hash"] and again["metrics"] == first["metrics"]
-    assert " °" not in _toy_row((board / "router_matrix.md").read_text())
+    rerun_page = (board / "router_matrix.md").read_text()
+    assert " °" not in _toy_row(rerun_page) and "a verdict on mixed runs" not in rerun_page
 
 
 def test_a_study_of_other_code_or_settings_is_not_resumed(tmp_path):

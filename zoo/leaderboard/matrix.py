@@ -179,12 +179,13 @@ def render_matrix(
         if higher:
             ranked.reverse()
         rank = {c: i + 1 for i, (_, c) in enumerate(ranked)}
-        row = []
+        row, row_stale = [], False
         for column in columns:
             if column in stats and stats[column][2]:
                 mean, std, n = stats[column]
                 old = stale is not None and any(stale(rec) for rec in cells[(task, column)])
                 marked.append(old)
+                row_stale = row_stale or old
                 row.append(f"{mean:.4f} ± {std:.4f} ({n}) [{rank[column]}]" + (" °" if old else ""))
             elif (task, column) in not_applicable:
                 reason = not_applicable[(task, column)].removeprefix("model.router: ").replace(f"'{column}'", "R")
@@ -194,7 +195,10 @@ def render_matrix(
                 row.append("not run")
         arrow = "↑" if higher else "↓"
         out.append(f"| {task} ({metric} {arrow}) | " + " | ".join(row) + " |")
-        verdicts.append(f"- {task}: {_versus_dense(stats, higher)}")
+        verdict = _versus_dense(stats, higher)
+        if row_stale:
+            verdict += " (cells marked ° still hold runs of other code or settings: a verdict on mixed runs)"
+        verdicts.append(f"- {task}: {verdict}")
     if any(marked):
         out += [
             "",
