@@ -263,6 +263,8 @@ def matrix_main(argv: list[str]) -> int:
 
         if ns.dry_run:
             benchmark_records = read_records(spec.name, leaderboard)
+            # a stale record ran other code or settings: its wall time says nothing of the runs to do
+            current_records = [rec for rec in records if rec.dataset == spec.name and current(rec)]
             for text, *_ in requirements_to_do(spec, runs):
                 timing.add_required(find_row(spec, text), benchmark_records)
 
@@ -281,9 +283,8 @@ def matrix_main(argv: list[str]) -> int:
                 flush=True,
             )
             if ns.dry_run:
-                mine = [rec for rec in records if rec.dataset == spec.name and current(rec)]  # not stale ones' times
                 trials = 0 if _tuned(spec, label, row, router, runs, records, current) else matrix.trials
-                timing.add(label, row, len(todo), trials, mine, benchmark_records)
+                timing.add(label, row, len(todo), trials, current_records, benchmark_records)
                 continue
             result = _run_cell(spec, label, row, router, todo, stale, ns, leaderboard, runs, records, wait=False)
             if result is None:

@@ -81,14 +81,14 @@ def tune_row(
     process tunes the row, refuse, or with ``wait`` (``zoo reproduce``: two processes sharing a grid) wait for
     its study and read it back. A study that ran other code or settings is moved aside first (``other_study``;
     ``unmarked_is_other``: also one from before studies were marked, when the caller knows its results are stale)."""
-    from zoo.tuning.study import read_best, run_study
+    from zoo.tuning.study import run_study
 
-    best = finished_study(spec, row, trials, router, extra, seed, runs, unmarked_is_other)
-    if best is not None:
-        return best
     folder = study_folder(spec, row, router, runs or repository_root() / "runs")
     args = _study_args(spec, row, router, extra, seed)
     made_by = code_and_settings(args)
+    best = _finished(folder, made_by, trials, unmarked_is_other)
+    if best is not None:
+        return best
     lock = RunLock(folder)
     if not lock.acquire():
         if not wait:
@@ -98,8 +98,8 @@ def tune_row(
     try:
         if other_study(folder, made_by, unmarked_is_other):
             print(f"  the study in {folder} ran other code or settings; moved to {move_aside(folder)}", flush=True)
-        best = read_best(folder)  # another process may have finished the study since the first look
-        if best is not None and best.trials >= trials:
+        best = _finished(folder, made_by, trials, unmarked_is_other)  # another process may have finished it meanwhile
+        if best is not None:
             return best
         (folder / STUDY_CODE).write_text(json.dumps(made_by) + "\n")
         return run_study(args, row_space(spec, row, router), folder, trials, seed=0, metric=spec.tune_metric)
@@ -131,9 +131,18 @@ def finished_study(
 
     folder = study_folder(spec, row, router, runs or repository_root() / "runs")
     best = read_best(folder)
+    if best is None or best.trials < trials:  # spares the code fingerprint
+        return None
+    return _finished(folder, code_and_settings(_study_args(spec, row, router, extra, seed)), trials, unmarked_is_other)
+
+
+def _finished(folder: Path, made_by: dict, trials: int, unmarked_is_other: bool):
+    """The ``TuneResult`` in ``folder`` when its study has at least ``trials`` trials made by ``made_by``, else None."""
+    from zoo.tuning.study import read_best
+
+    best = read_best(folder)
     if best is None or best.trials < trials:
         return None
-    made_by = code_and_settings(_study_args(spec, row, router, extra, seed))
     return None if other_study(folder, made_by, unmarked_is_other) else best
 
 
