@@ -8,6 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from zoo_testing import make_record, run_zoo
 
 from zoo.leaderboard.matrix import render_matrix
@@ -183,6 +184,23 @@ def test_matrix_page_names_the_tasks_without_a_row():
     page = render_matrix(records, {"t": ("test/acc", True)}, ["topk"], {}, without_row=["u", "a"])
     assert "Not in the table: a, u (their specs name no matrix row; the notes say why)." in page
     assert "Not in the table" not in render_matrix(records, {"t": ("test/acc", True)}, ["topk"], {})
+
+
+def test_the_page_is_not_rewritten_while_a_task_with_records_fails_to_load(tmp_path, monkeypatch):
+    import zoo.cli.matrix as matrix
+    from zoo.errors import ConfigError
+    from zoo.leaderboard.record import write_record
+    from zoo.registry import PluginLoad
+
+    write_record(make_record("router_matrix", "dense", "broken", {"test/acc": 0.8}, seed=0), tmp_path)
+    (tmp_path / "router_matrix.md").write_text("the last good page\n")
+    failed = [PluginLoad("broken", "pkg.spec:SPEC", None, "ImportError: half-installed")]
+    monkeypatch.setattr(matrix, "discover", lambda: failed)
+    with pytest.raises(ConfigError, match=r"broken \(ImportError: half-installed\)"):
+        matrix.page(tmp_path)
+    assert (tmp_path / "router_matrix.md").read_text() == "the last good page\n"
+    monkeypatch.setattr(matrix, "discover", lambda: [PluginLoad("other", "x:Y", None, "ImportError: no")])
+    assert "| broken" in matrix.page(tmp_path).read_text()  # a broken plugin without records does not stop the page
 
 
 STAGED = """

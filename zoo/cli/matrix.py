@@ -109,10 +109,21 @@ def _probe(spec: TaskSpec, row, router: str, runs: Path) -> str | None:
 
 
 def page(leaderboard: Path) -> Path:
+    """Re-render ``leaderboard/router_matrix.md`` from its records. When the plugin of a task with records does not
+    load, the page would show that row with no metric and every cell "not run" (seen while ``pip install -e``
+    rewrote the install): it refuses instead and leaves the page as it was (the records are kept; ``zoo render
+    matrix`` renders the page once the plugin loads)."""
     from zoo.moe import ROUTERS
 
+    loads, records = discover(), read_records(MATRIX_TASK, leaderboard)
+    with_records = {rec.dataset for rec in records}
+    broken = [f"{load.name} ({load.error})" for load in loads if load.spec is None and load.name in with_records]
+    if broken:
+        raise ConfigError(
+            f"{leaderboard / MATRIX_TASK}.md not rewritten: task plugins failed to load: {'; '.join(broken)}"
+        )
     metrics, without_row, specs = {}, [], {}
-    for spec in (load.spec for load in discover() if load.spec is not None):
+    for spec in (load.spec for load in loads if load.spec is not None):
         if spec.matrix is None:
             without_row.append(spec.name)
             continue
@@ -121,7 +132,7 @@ def page(leaderboard: Path) -> Path:
             metrics[spec.name] = (spec.metrics[0], spec.metrics[0] in spec.higher_is_better)
     notes_file = leaderboard / "notes" / f"{MATRIX_TASK}.md"
     text = render_matrix(
-        read_records(MATRIX_TASK, leaderboard),
+        records,
         metrics,
         sorted(ROUTERS),
         read_not_applicable(leaderboard),
