@@ -50,6 +50,29 @@ def dense_routing(logits: Tensor) -> Routing:
     return Routing(indices=indices, weights=probs, logits=logits.float(), probs=probs)
 
 
+def require_convex_weights(gate: nn.Module, name: str, dim: int, tokens: int = 256) -> None:
+    """Refuse (ConfigError) a ``zoo.moe`` router whose weights for a pixel need not sum to 1.
+
+    The blend ``I(u) = sum_k G'_k(u) I_k(u)`` is an image only when the weights are a convex combination; KERN's
+    l2-normalised weights sum to up to sqrt(k) (and to 0 where every score is 0), a ``route_scale`` != 1 scales them.
+    ``zoo.moe`` routers do not declare their weights' normalisation, so the gate is probed once on ``tokens`` random
+    feature vectors (``dim``), in eval mode, without touching the global RNG or the router's running state.
+    """
+    was_training = gate.training
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(0)
+        gate.eval()
+        routing = gate(torch.randn(tokens, dim))
+    gate.train(was_training)
+    sums = torch.where(routing.indices >= 0, routing.weights, 0.0).sum(-1)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+        raise ConfigError(
+            f"router {name!r} cannot route MoE-GS's per-pixel expert blend: a pixel's expert weights must sum to 1 "
+            f"(a convex combination of the experts' images); on a probe batch they summed to "
+            f"{sums.min().item():.2f}..{sums.max().item():.2f}"
+        )
+
+
 class VolumePixelRouter(nn.Module):
     """See the module docstring. ``num_gaussians``: Gaussians of each expert (their router weights)."""
 
@@ -84,6 +107,7 @@ class VolumePixelRouter(nn.Module):
                 router, dim, E, top_k=min(top_k, E), mixture="MoE-GS's per-pixel expert blend",
                 needs=("per_token_choice",), **(router_kwargs or {}),
             )  # fmt: skip
+            require_convex_weights(self.gate, router, dim)
 
     def gaussian_channels(self, k: int, state: GaussianState, viewmat: Tensor, t: Tensor) -> Tensor:
         """(N_k, 3) channels to splat for expert k: [w_i, SH1(view dir) . w_i^dir, t w_i^time]."""

@@ -1,4 +1,5 @@
-"""Every zoo.moe router gates MoE-GS's per-pixel expert blend, or is refused with a ConfigError."""
+"""Every zoo.moe router gates MoE-GS's per-pixel expert blend, or is refused with a ConfigError: expert choice (a
+pixel's experts would depend on the other pixels) and routers whose weights need not sum to 1 (KERN)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import zoo.moe
 from zoo.errors import ConfigError
 from zoo.moe.testing import check_router_step
 from zoo_tasks.splatting.moe import MoEGS
+from zoo_tasks.splatting.router import require_convex_weights
 
-APPLIES = set(zoo.moe.routers_that_apply(("per_token_choice",)))
+APPLIES = set(zoo.moe.routers_that_apply(("per_token_choice",))) - {"kern"}
 
 
 @pytest.mark.parametrize("router", [*sorted(zoo.moe.ROUTERS), "moe_gs"])
@@ -25,3 +27,25 @@ def test_every_router(tmp_path, router):
     moe = MoEGS(experts=exports, router=router, top_k=2, backend="tiles", aux_weights={"load_balance": 0.01})
     loss, routings = moe.loss_and_routing(make_batch(size=8))
     check_router_step(moe, loss, routings)
+    routing = routings["pixel_router"]
+    sums = torch.where(routing.indices >= 0, routing.weights, 0.0).sum(-1)
+    torch.testing.assert_close(sums, torch.ones_like(sums))  # the blend is a convex combination of the renders
+
+
+def test_routers_whose_weights_need_not_sum_to_one_are_refused(tmp_path):
+    exports = make_exports(tmp_path, n=20)
+    with pytest.raises(ConfigError, match=r"'kern' cannot route MoE-GS's per-pixel .* must sum to 1"):
+        MoEGS(experts=exports, router="kern")
+    with pytest.raises(ConfigError, match=r"'sigmoid_bias' .* summed to 2.50..2.50"):
+        MoEGS(experts=exports, router="sigmoid_bias", router_kwargs={"route_scale": 2.5})
+
+
+def test_the_weight_probe_leaves_the_global_rng_and_the_router_state_alone():
+    gate = zoo.moe.make_router("dtop_p", 8, 3)
+    threshold = gate.threshold.clone()
+    torch.manual_seed(3)
+    expected = torch.rand(4)
+    torch.manual_seed(3)
+    require_convex_weights(gate, "dtop_p", 8)
+    assert torch.equal(torch.rand(4), expected)
+    assert torch.equal(gate.threshold, threshold) and gate.training
