@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from zoo.cli.reproduce import row_args
@@ -86,7 +87,7 @@ def tune_row(
     folder = study_folder(spec, row, router, runs or repository_root() / "runs")
     args = _study_args(spec, row, router, extra, seed)
     made_by = code_and_settings(args)
-    best = _finished(folder, made_by, trials, unmarked_is_other)
+    best = _finished(folder, lambda: made_by, trials, unmarked_is_other)
     if best is not None:
         return best
     lock = RunLock(folder)
@@ -98,7 +99,8 @@ def tune_row(
     try:
         if other_study(folder, made_by, unmarked_is_other):
             print(f"  the study in {folder} ran other code or settings; moved to {move_aside(folder)}", flush=True)
-        best = _finished(folder, made_by, trials, unmarked_is_other)  # another process may have finished it meanwhile
+        # another process may have finished it meanwhile
+        best = _finished(folder, lambda: made_by, trials, unmarked_is_other)
         if best is not None:
             return best
         (folder / STUDY_CODE).write_text(json.dumps(made_by) + "\n")
@@ -127,23 +129,23 @@ def finished_study(
 ):
     """The ``TuneResult`` of the row's study when it has finished at least ``trials`` trials with today's code and
     settings (``other_study``), else None; reads, runs nothing."""
-    from zoo.tuning.study import read_best
-
     folder = study_folder(spec, row, router, runs or repository_root() / "runs")
-    best = read_best(folder)
-    if best is None or best.trials < trials:  # spares the code fingerprint
-        return None
-    return _finished(folder, code_and_settings(_study_args(spec, row, router, extra, seed)), trials, unmarked_is_other)
+
+    def made_by() -> dict:
+        return code_and_settings(_study_args(spec, row, router, extra, seed))
+
+    return _finished(folder, made_by, trials, unmarked_is_other)
 
 
-def _finished(folder: Path, made_by: dict, trials: int, unmarked_is_other: bool):
-    """The ``TuneResult`` in ``folder`` when its study has at least ``trials`` trials made by ``made_by``, else None."""
+def _finished(folder: Path, made_by: Callable[[], dict], trials: int, unmarked_is_other: bool):
+    """The ``TuneResult`` in ``folder`` when its study has at least ``trials`` trials made by ``made_by()``, else
+    None. ``made_by`` is called only when the study has enough trials: it builds the code fingerprint (~0.1 s)."""
     from zoo.tuning.study import read_best
 
     best = read_best(folder)
     if best is None or best.trials < trials:
         return None
-    return None if other_study(folder, made_by, unmarked_is_other) else best
+    return None if other_study(folder, made_by(), unmarked_is_other) else best
 
 
 def other_study(folder: Path, made_by: dict, unmarked_is_other: bool = False) -> bool:
