@@ -79,6 +79,25 @@ def test_a_cell_of_older_code_is_marked_and_rerun_stale_replaces_it(zoo_env, tmp
     assert " °" not in _toy_row(rerun_page) and "a verdict on mixed runs" not in rerun_page
 
 
+def test_a_cell_whose_model_now_refuses_its_router_loses_its_old_records(zoo_env, tmp_path):
+    """MoE-GS once ran KERN (l2-normalised weights blending images) and later refused it: the old records go, so the
+    page shows the cell's n/a, not numbers today's code cannot make."""
+    board, runs = tmp_path / "board", tmp_path / "runs"
+    args = ["reproduce", "matrix", "--only", "toy", "--routers", "topk", "--allow-dirty", "--threads", "1"]
+    args += ["--leaderboard", str(board), "--runs", str(runs)]
+    assert run_zoo(args, zoo_env, tmp_path).returncode == 0
+    results = board / "results" / "router_matrix"
+    made_by_older_code = json.loads((results / "topk__toy__seed0.json").read_text())
+    made_by_older_code.update(method="expert_choice", source_hash="older code")
+    (results / "expert_choice__toy__seed0.json").write_text(json.dumps(made_by_older_code))
+    refused = run_zoo([*args[:5], "expert_choice", *args[6:], "--rerun-stale"], zoo_env, tmp_path)
+    assert refused.returncode == 0, refused.stderr[-3000:]
+    assert "removed its 1 records of older code: expert_choice__toy__seed0.json" in refused.stdout
+    assert sorted(p.name for p in results.glob("*.json")) == ["dense__toy__seed0.json", "topk__toy__seed0.json"]
+    row = _toy_row((board / "router_matrix.md").read_text())
+    assert "n/a (1)" in row and " °" not in row
+
+
 def test_a_study_of_other_code_or_settings_is_not_resumed(tmp_path):
     from zoo.cli.tune import STUDY_CODE, other_study
 

@@ -225,6 +225,7 @@ def _run_cell(spec: TaskSpec, label: str, row, router, todo, stale: int, ns, lea
         if reason is not None:
             print(f"  n/a: {reason}", flush=True)
             write_not_applicable(spec.name, router, reason, leaderboard)
+            _remove_cell_records(spec, label, row, leaderboard)
             return 0
     tuned = recorded_tuning(records, spec.name, label, matrix.trials, lambda rec: cell_is_current(spec, rec))
     if tuned is not None:
@@ -241,6 +242,22 @@ def _run_cell(spec: TaskSpec, label: str, row, router, todo, stale: int, ns, lea
         failures += _run_one(spec, label, row, seed, fold, tuned, runs, leaderboard, ns.rerun_stale)
         page(leaderboard)
     return failures
+
+
+def _remove_cell_records(spec: TaskSpec, label: str, row, leaderboard: Path) -> None:
+    """Delete the records of a cell whose model now refuses its router: older code made them (today's cannot), and
+    the page would show them in place of the cell's n/a."""
+    folds = range(row.folds) if row.folds else [None]
+    paths = [
+        record_path(MATRIX_TASK, record_key(label, spec.name, s, f), leaderboard)
+        for s in spec.matrix.seeds
+        for f in folds
+    ]
+    removed = [path for path in paths if path.exists()]
+    for path in removed:
+        path.unlink()
+    if removed:
+        print(f"  removed its {len(removed)} records of older code: {', '.join(p.name for p in removed)}", flush=True)
 
 
 @stopping_between_runs
