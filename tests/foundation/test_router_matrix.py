@@ -98,6 +98,24 @@ def test_a_cell_whose_model_now_refuses_its_router_loses_its_old_records(zoo_env
     assert "n/a (1)" in row and " °" not in row
 
 
+def test_rerun_stale_reprobes_a_cell_older_code_marked_not_applicable(zoo_env, tmp_path):
+    board, runs = tmp_path / "board", tmp_path / "runs"
+    results = board / "results" / "router_matrix"
+    results.mkdir(parents=True)
+    older = {"task": "toy", "router": "topk", "reason": "router 'topk' cannot route the toy's older mixture"}
+    (results / "not_applicable.jsonl").write_text(json.dumps(older) + "\n")
+    args = ["reproduce", "matrix", "--only", "toy", "--routers", "topk", "--allow-dirty", "--threads", "1"]
+    args += ["--leaderboard", str(board), "--runs", str(runs)]
+    kept = run_zoo(args, zoo_env, tmp_path)
+    assert kept.returncode == 0 and "toy / topk" not in kept.stdout  # without the flag, an n/a stands
+    rerun = run_zoo(args + ["--rerun-stale"], zoo_env, tmp_path)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "toy / topk: was n/a, the model builds with it now" in rerun.stdout
+    assert (results / "not_applicable.jsonl").read_text().strip() == ""
+    assert (results / "topk__toy__seed0.json").is_file()
+    assert "n/a" not in _toy_row((board / "router_matrix.md").read_text())
+
+
 def test_a_study_of_other_code_or_settings_is_not_resumed(tmp_path):
     from zoo.cli.tune import STUDY_CODE, other_study
 

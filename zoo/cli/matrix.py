@@ -38,6 +38,7 @@ from zoo.errors import ConfigError
 from zoo.leaderboard.matrix import (
     DENSE,
     MATRIX_TASK,
+    clear_not_applicable,
     read_not_applicable,
     render_matrix,
     write_not_applicable,
@@ -155,7 +156,7 @@ def _parser() -> argparse.ArgumentParser:
         "--rerun-stale",
         action="store_true",
         help="re-run and replace the records that other code or matrix settings than today's wrote (page mark °), "
-        "tuning their cells again unless their study ran today's code and settings",
+        "tuning their cells again unless their study ran today's code and settings; re-probe the cells marked n/a",
     )
     add_threads_option(p)
     p.add_argument("--leaderboard", type=Path, default=None, help="leaderboard folder (default: the repo's)")
@@ -244,6 +245,19 @@ def _run_cell(spec: TaskSpec, label: str, row, router, todo, stale: int, ns, lea
     return failures
 
 
+def _applies_now(spec: TaskSpec, row, router: str, runs: Path, leaderboard: Path) -> bool:
+    """Whether the model of today's code builds with ``router``, which older code refused (``--rerun-stale``
+    re-probes n/a cells: an n/a, like a record, names the code that made it only by being re-made). Clears the n/a
+    when it does; refreshes the reason when it does not."""
+    reason = _probe(spec, row, router, runs)
+    if reason is not None:
+        write_not_applicable(spec.name, router, reason, leaderboard)
+        return False
+    clear_not_applicable(spec.name, router, leaderboard)
+    print(f"{spec.name} / {router}: was n/a, the model builds with it now", flush=True)
+    return True
+
+
 def _remove_cell_records(spec: TaskSpec, label: str, row, leaderboard: Path) -> None:
     """Delete the records of a cell whose model now refuses its router: older code made them (today's cannot), and
     the page would show them in place of the cell's n/a."""
@@ -301,7 +315,12 @@ def matrix_main(argv: list[str]) -> int:
         for label, row, router in _cells(spec, routers):
             folds = range(row.folds) if row.folds else [None]
             todo = [(s, f) for s in matrix.seeds for f in folds if record_key(label, spec.name, s, f) not in done]
-            if (spec.name, label) in skipped or not todo:
+            refused = (spec.name, label) in skipped
+            if refused and not (
+                ns.rerun_stale and not ns.dry_run and _applies_now(spec, row, router, runs, leaderboard)
+            ):
+                continue
+            if not todo:
                 continue
             stale = sum(
                 record_path(MATRIX_TASK, record_key(label, spec.name, s, f), leaderboard).exists() for s, f in todo

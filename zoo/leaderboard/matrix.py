@@ -39,6 +39,17 @@ def read_not_applicable(root: Path | None = None) -> dict[tuple[str, str], str]:
 def write_not_applicable(task: str, router: str, reason: str, root: Path | None = None) -> None:
     found = read_not_applicable(root)
     found[(task, router)] = reason
+    _write_not_applicable(found, root)
+
+
+def clear_not_applicable(task: str, router: str, root: Path | None = None) -> None:
+    """Drop the n/a of ``router`` on ``task`` (the task's model routes it now)."""
+    found = read_not_applicable(root)
+    found.pop((task, router), None)
+    _write_not_applicable(found, root)
+
+
+def _write_not_applicable(found: dict[tuple[str, str], str], root: Path | None) -> None:
     folder = results_dir(MATRIX_TASK, root)
     folder.mkdir(parents=True, exist_ok=True)
     lines = [json.dumps({"task": t, "router": r, "reason": why}) for (t, r), why in sorted(found.items())]
