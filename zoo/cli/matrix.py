@@ -246,9 +246,9 @@ def _run_cell(spec: TaskSpec, label: str, row, router, todo, stale: int, ns, lea
 
 
 def _applies_now(spec: TaskSpec, row, router: str, runs: Path, leaderboard: Path) -> bool:
-    """Whether the model of today's code builds with ``router``, which older code refused (``--rerun-stale``
-    re-probes n/a cells: an n/a, like a record, names the code that made it only by being re-made). Clears the n/a
-    when it does; refreshes the reason when it does not."""
+    """Whether the model of today's code builds with ``router``, which older code refused. ``--rerun-stale``
+    re-probes n/a cells: an n/a carries no code fingerprint, so only a new probe tells whether today's code still
+    refuses. Clears the n/a when it does not; refreshes the reason when it does."""
     reason = _probe(spec, row, router, runs)
     if reason is not None:
         write_not_applicable(spec.name, router, reason, leaderboard)
