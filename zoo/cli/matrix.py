@@ -215,13 +215,26 @@ def _run_one(
         lock.release()
 
 
-def _run_cell(spec: TaskSpec, label: str, row, router, todo, stale: int, ns, leaderboard, runs, records, wait: bool):
+def _cell_runs(spec: TaskSpec, row) -> list[tuple[int, int | None]]:
+    """The (seed, fold) of every run of one cell of ``row``."""
+    folds = range(row.folds) if row.folds else [None]
+    return [(seed, fold) for seed in spec.matrix.seeds for fold in folds]
+
+
+def _cell_record_path(spec: TaskSpec, label: str, seed: int, fold: int | None, leaderboard: Path) -> Path:
+    return record_path(MATRIX_TASK, record_key(label, spec.name, seed, fold), leaderboard)
+
+
+def _run_cell(
+    spec: TaskSpec, label: str, row, router, todo, stale: int, ns, leaderboard, runs, records, wait: bool, probed: bool
+):
     """Probe, tune and run the runs ``todo`` of one cell; the number that failed. None, without ``wait``, when the
     cell's study is being run by another process sharing the table: the caller comes back to it after its other
-    cells, so two processes tune two cells at once instead of one waiting for the other."""
+    cells, so two processes tune two cells at once instead of one waiting for the other. ``probed``: the model was
+    just built with the router (an n/a cell re-probed), so it is not built again."""
     stop_if_asked(f"{spec.name} / {label}")
     matrix = spec.matrix
-    if router is not None:
+    if router is not None and not probed:
         reason = _probe(spec, row, router, runs)
         if reason is not None:
             print(f"  n/a: {reason}", flush=True)
@@ -261,12 +274,7 @@ def _applies_now(spec: TaskSpec, row, router: str, runs: Path, leaderboard: Path
 def _remove_cell_records(spec: TaskSpec, label: str, row, leaderboard: Path) -> None:
     """Delete the records of a cell whose model now refuses its router: older code made them (today's cannot), and
     the page would show them in place of the cell's n/a."""
-    folds = range(row.folds) if row.folds else [None]
-    paths = [
-        record_path(MATRIX_TASK, record_key(label, spec.name, s, f), leaderboard)
-        for s in spec.matrix.seeds
-        for f in folds
-    ]
+    paths = [_cell_record_path(spec, label, seed, fold, leaderboard) for seed, fold in _cell_runs(spec, row)]
     removed = [path for path in paths if path.exists()]
     for path in removed:
         path.unlink()
@@ -313,18 +321,16 @@ def matrix_main(argv: list[str]) -> int:
         done = {rec.key() for rec in records if rec.dataset == spec.name and (not ns.rerun_stale or current(rec))}
         deferred = []
         for label, row, router in _cells(spec, routers):
-            folds = range(row.folds) if row.folds else [None]
-            todo = [(s, f) for s in matrix.seeds for f in folds if record_key(label, spec.name, s, f) not in done]
+            todo = [(s, f) for s, f in _cell_runs(spec, row) if record_key(label, spec.name, s, f) not in done]
             refused = (spec.name, label) in skipped
-            if refused and not (
-                ns.rerun_stale and not ns.dry_run and _applies_now(spec, row, router, runs, leaderboard)
-            ):
+            probed = (
+                refused and ns.rerun_stale and not ns.dry_run and _applies_now(spec, row, router, runs, leaderboard)
+            )
+            if refused and not probed:
                 continue
             if not todo:
                 continue
-            stale = sum(
-                record_path(MATRIX_TASK, record_key(label, spec.name, s, f), leaderboard).exists() for s, f in todo
-            )
+            stale = sum(_cell_record_path(spec, label, s, f, leaderboard).exists() for s, f in todo)
             print(
                 f"{spec.name} / {label}: {len(todo)} runs to do" + (f", {stale} of them stale" if stale else ""),
                 flush=True,
@@ -333,13 +339,14 @@ def matrix_main(argv: list[str]) -> int:
                 trials = 0 if _tuned(spec, label, row, router, runs, records, current) else matrix.trials
                 timing.add(label, row, len(todo), trials, current_records, benchmark_records)
                 continue
-            result = _run_cell(spec, label, row, router, todo, stale, ns, leaderboard, runs, records, wait=False)
+            cell = (label, row, router, todo, stale)
+            result = _run_cell(spec, *cell, ns, leaderboard, runs, records, wait=False, probed=probed)
             if result is None:
-                deferred.append((label, row, router, todo, stale))
+                deferred.append((cell, probed))
             else:
                 failures += result
-        for label, row, router, todo, stale in deferred:  # their studies ran in another process meanwhile
-            failures += _run_cell(spec, label, row, router, todo, stale, ns, leaderboard, runs, records, wait=True)
+        for cell, probed in deferred:  # their studies ran in another process meanwhile
+            failures += _run_cell(spec, *cell, ns, leaderboard, runs, records, wait=True, probed=probed)
     if ns.dry_run:
         if timing.runs or timing.trials or timing.uncounted:
             print(timing.line() + "; cells not yet built with their router count in full (some may turn out n/a)")
