@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from zoo.cli.fit_test import fit_and_test
@@ -45,7 +46,7 @@ from zoo.leaderboard.matrix import (
 )
 from zoo.leaderboard.record import read_record, read_records, record_key, record_path, write_record
 from zoo.leaderboard.settings import settings_fingerprint
-from zoo.registry import TaskSpec, discover, repository_root
+from zoo.registry import BenchmarkRow, TaskSpec, discover, repository_root
 from zoo.tuning.matrix_row import cell_overrides, requires
 
 
@@ -225,16 +226,29 @@ def _cell_record_path(spec: TaskSpec, label: str, seed: int, fold: int | None, l
     return record_path(MATRIX_TASK, record_key(label, spec.name, seed, fold), leaderboard)
 
 
-def _run_cell(
-    spec: TaskSpec, label: str, row, router, todo, stale: int, ns, leaderboard, runs, records, wait: bool, probed: bool
-):
-    """Probe, tune and run the runs ``todo`` of one cell; the number that failed. None, without ``wait``, when the
-    cell's study is being run by another process sharing the table: the caller comes back to it after its other
-    cells, so two processes tune two cells at once instead of one waiting for the other. ``probed``: the model was
-    just built with the router (an n/a cell re-probed), so it is not built again."""
+@dataclass(frozen=True)
+class CellToRun:
+    """One cell of a task's matrix row with runs left to do: its ``label`` (``"dense"`` or the router), the benchmark
+    ``row`` and ``router`` (None for the dense twin) it runs, the (seed, fold) ``todo``, how many of those replace a
+    ``stale`` record, and whether the model was just ``probed`` with the router (an n/a cell re-probed by
+    ``--rerun-stale``), so it is not built again."""
+
+    label: str
+    row: BenchmarkRow
+    router: str | None
+    todo: list[tuple[int, int | None]]
+    stale: int
+    probed: bool
+
+
+def _run_cell(spec: TaskSpec, cell: CellToRun, ns, leaderboard: Path, runs: Path, records, wait: bool) -> int | None:
+    """Probe, tune and run the runs ``cell.todo`` of one cell; the number that failed. None, without ``wait``, when
+    the cell's study is being run by another process sharing the table: the caller comes back to it after its other
+    cells, so two processes tune two cells at once instead of one waiting for the other."""
+    label, row, router = cell.label, cell.row, cell.router
     stop_if_asked(f"{spec.name} / {label}")
     matrix = spec.matrix
-    if router is not None and not probed:
+    if router is not None and not cell.probed:
         reason = _probe(spec, row, router, runs)
         if reason is not None:
             print(f"  n/a: {reason}", flush=True)
@@ -250,9 +264,11 @@ def _run_cell(
             return None
         # a stale cell's study from before studies named their code is not read back either
         extra = cell_overrides(matrix, router)
-        tuned = tune_row(spec, row, matrix.trials, router, extra, runs=runs, wait=True, unmarked_is_other=stale > 0)
+        tuned = tune_row(
+            spec, row, matrix.trials, router, extra, runs=runs, wait=True, unmarked_is_other=cell.stale > 0
+        )
     failures = 0
-    for seed, fold in todo:
+    for seed, fold in cell.todo:
         failures += _run_one(spec, label, row, seed, fold, tuned, runs, leaderboard, ns.rerun_stale)
         page(leaderboard)
     return failures
@@ -339,14 +355,14 @@ def matrix_main(argv: list[str]) -> int:
                 trials = 0 if _tuned(spec, label, row, router, runs, records, current) else matrix.trials
                 timing.add(label, row, len(todo), trials, current_records, benchmark_records)
                 continue
-            cell = (label, row, router, todo, stale)
-            result = _run_cell(spec, *cell, ns, leaderboard, runs, records, wait=False, probed=probed)
+            cell = CellToRun(label, row, router, todo, stale, probed)
+            result = _run_cell(spec, cell, ns, leaderboard, runs, records, wait=False)
             if result is None:
-                deferred.append((cell, probed))
+                deferred.append(cell)
             else:
                 failures += result
-        for cell, probed in deferred:  # their studies ran in another process meanwhile
-            failures += _run_cell(spec, *cell, ns, leaderboard, runs, records, wait=True, probed=probed)
+        for cell in deferred:  # their studies ran in another process meanwhile
+            failures += _run_cell(spec, cell, ns, leaderboard, runs, records, wait=True)
     if ns.dry_run:
         if timing.runs or timing.trials or timing.uncounted:
             print(timing.line() + "; cells not yet built with their router count in full (some may turn out n/a)")
