@@ -167,17 +167,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run_one(
     spec: TaskSpec,
-    label: str,
-    row,
-    seed: int,
-    fold: int | None,
+    cell: CellToRun,
+    run: tuple[int, int | None],
     tuned,
     runs: Path,
     leaderboard: Path,
     rerun_stale: bool,
 ) -> int:
-    """Fit and test one run of a cell with its tuned values and write its record (replacing a stale one with
-    ``rerun_stale``); 1 when it failed or gave no finite test metric, else 0."""
+    """Fit and test one ``run`` (seed, fold) of ``cell`` with its tuned values and write its record (replacing a
+    stale one with ``rerun_stale``); 1 when it failed or gave no finite test metric, else 0."""
+    label, row, (seed, fold) = cell.label, cell.row, run
     key = record_key(label, spec.name, seed, fold)
     stop_if_asked(f"{spec.name} / {key}")
     run_dir = runs / "reproduce" / MATRIX_TASK / f"{spec.name}__{key}"
@@ -268,8 +267,8 @@ def _run_cell(spec: TaskSpec, cell: CellToRun, ns, leaderboard: Path, runs: Path
             spec, row, matrix.trials, router, extra, runs=runs, wait=True, unmarked_is_other=cell.stale > 0
         )
     failures = 0
-    for seed, fold in cell.todo:
-        failures += _run_one(spec, label, row, seed, fold, tuned, runs, leaderboard, ns.rerun_stale)
+    for run in cell.todo:
+        failures += _run_one(spec, cell, run, tuned, runs, leaderboard, ns.rerun_stale)
         page(leaderboard)
     return failures
 
