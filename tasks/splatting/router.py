@@ -55,8 +55,10 @@ def require_convex_weights(gate: nn.Module, name: str, dim: int, tokens: int = 2
 
     The blend ``I(u) = sum_k G'_k(u) I_k(u)`` is an image only when the weights are a convex combination; KERN's
     l2-normalised weights sum to up to sqrt(k) (and to 0 where every score is 0), a ``route_scale`` != 1 scales them.
-    ``zoo.moe`` routers do not declare their weights' normalisation, so the gate is probed once on ``tokens`` random
-    feature vectors (``dim``), in eval mode, without touching the global RNG or the router's running state.
+    A router class declares whether its default weights are convex (``convex_weights``, checked by ``make_router``
+    before this); its keyword arguments can still change that (``route_scale``, ``normalize=False``), so the built
+    gate is probed once on ``tokens`` random feature vectors (``dim``), in eval mode, without touching the global
+    RNG or the router's running state.
     """
     was_training = gate.training
     with torch.random.fork_rng(devices=[]), torch.no_grad():
@@ -105,7 +107,7 @@ class VolumePixelRouter(nn.Module):
             dim = {"volume_pixel": 3 * E + pixel_dim, "pixel": pixel_dim, "volume": 3 * E}[mode]
             self.gate = make_router(
                 router, dim, E, top_k=min(top_k, E), mixture="MoE-GS's per-pixel expert blend",
-                needs=("per_token_choice",), **(router_kwargs or {}),
+                needs=("per_token_choice", "convex_weights"), **(router_kwargs or {}),
             )  # fmt: skip
             require_convex_weights(self.gate, router, dim)
 

@@ -267,3 +267,23 @@ def test_unknown_router_kwargs_are_a_config_error_listing_the_accepted_ones():
         make_router("topk", 4, 3, noise_eps=0.1)
     with pytest.raises(ConfigError, match="bias_update_rate"):
         MoE(8, 16, 4, router="sigmoid_bias", router_kwargs={"rate": 1.0})
+
+
+def test_convex_weights_is_declared_by_what_each_router_does():
+    """A router declares ``convex_weights`` exactly when its default weights sum to 1 per token: a mixture that
+    blends images (MoE-GS) lists, as routers that apply, only those whose weights are a convex combination."""
+    from zoo.moe import routers_that_apply
+
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    for name, cls in ROUTERS.items():
+        router = make_router(name, 8, 6, top_k=2).eval()
+        with torch.no_grad():
+            routing = router(x)
+        sums = torch.where(routing.indices >= 0, routing.weights, 0.0).sum(-1)
+        convex = torch.allclose(sums, torch.ones_like(sums), atol=1e-4)
+        assert cls.convex_weights is convex, name
+    blend = routers_that_apply(["per_token_choice", "convex_weights"])
+    assert "kern" not in blend and "expert_choice" not in blend and "topk" in blend
+    with pytest.raises(ConfigError, match="must sum to 1.*routers that apply: dirichlet, dtop_p, grouped, noisy_topk"):
+        make_router("kern", 8, 6, mixture="an image blend", needs=["per_token_choice", "convex_weights"])

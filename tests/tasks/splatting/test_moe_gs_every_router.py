@@ -13,7 +13,7 @@ from zoo.moe.testing import check_router_step
 from zoo_tasks.splatting.moe import MoEGS
 from zoo_tasks.splatting.router import require_convex_weights
 
-APPLIES = set(zoo.moe.routers_that_apply(("per_token_choice",))) - {"kern"}
+APPLIES = set(zoo.moe.routers_that_apply(("per_token_choice", "convex_weights")))
 
 
 @pytest.mark.parametrize("router", [*sorted(zoo.moe.ROUTERS), "moe_gs"])
@@ -34,8 +34,11 @@ def test_every_router(tmp_path, router):
 
 def test_routers_whose_weights_need_not_sum_to_one_are_refused(tmp_path):
     exports = make_exports(tmp_path, n=20)
-    with pytest.raises(ConfigError, match=r"'kern' cannot route MoE-GS's per-pixel .* must sum to 1"):
+    with pytest.raises(ConfigError, match=r"'kern' cannot route MoE-GS's per-pixel .* must sum to 1") as err:
         MoEGS(experts=exports, router="kern")
+    assert str(err.value).endswith(
+        "routers that apply: dirichlet, dtop_p, grouped, noisy_topk, sigmoid_bias, soft, topk"
+    )
     with pytest.raises(ConfigError, match=r"'sigmoid_bias' .* summed to 2.50..2.50"):
         MoEGS(experts=exports, router="sigmoid_bias", router_kwargs={"route_scale": 2.5})
 

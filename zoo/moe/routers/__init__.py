@@ -34,6 +34,7 @@ CAPABILITIES: dict[str, str] = {
     "per_token_choice": "each token's experts must depend on that token alone, not on the rest of the batch",
     "fixed_k": "every token must get the same number of experts",
     "sparse": "a token must use fewer than all experts",
+    "convex_weights": "a token's expert weights must sum to 1 (a convex combination of the experts' outputs)",
 }
 
 

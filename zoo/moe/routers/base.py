@@ -33,11 +33,15 @@ class Router(nn.Module):
         fixed_k: every token gets the same number of used slots (no router-made -1 slots). False for routers
             that pick a variable number of experts per token (dtop_p, dirichlet, expert_choice).
         sparse: a token uses fewer than all experts. False for the dense soft gate.
+        convex_weights: with its default arguments, a token's combine weights sum to 1 (a convex combination of
+            its experts' outputs). False for KERN (l2-normalised: up to sqrt(k), 0 where every score is 0) and
+            expert choice (a token's weights are probabilities of the experts that picked it: 0 to 1).
     """
 
     per_token_choice: bool = True
     fixed_k: bool = True
     sparse: bool = True
+    convex_weights: bool = True
 
     def __init__(self, dim: int, num_experts: int, top_k: int = 2, condition_dim: int = 0):
         super().__init__()

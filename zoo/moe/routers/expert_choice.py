@@ -23,6 +23,7 @@ class ExpertChoiceRouter(Router):
 
     per_token_choice = False
     fixed_k = False
+    convex_weights = False  # a token's weights: the probabilities of the experts that picked it (0 to 1)
 
     def __init__(
         self,

@@ -17,6 +17,8 @@ class KernRouter(Router):
     ``w = s_topk / ||s_topk||_2`` (T, k). A token whose scores are all zero gets zero weights (no output).
     """
 
+    convex_weights = False  # l2-normalised: a token's weights sum to 1..sqrt(k), or 0
+
     def forward(self, x: Tensor, condition: Tensor | None = None, valid: Tensor | None = None) -> Routing:
         logits = self.compute_logits(x, condition)
         scores = F.relu(logits)
