@@ -31,7 +31,10 @@ def data_mirror() -> Path:
     tests needing it skip, saying why, without it."""
     found = mirror()
     if found is None:
-        pytest.skip("no dataset mirror: set ZOO_DATA_MIRROR or put shared/datasets beside the checkout")
+        pytest.skip(
+            "no dataset mirror on this machine: set ZOO_DATA_MIRROR to a folder holding the datasets (one folder "
+            "per name, as `zoo list` names them), or put shared/datasets beside the checkout"
+        )
     return found
 
 

@@ -117,6 +117,9 @@ class TaskSpec:
         router_arg: config prefix holding the MoE model's ``router`` and ``router_kwargs`` init arguments.
         tune_metric: (validation metric, "max" | "min") for models that name no ``checkpoint_monitor``.
         matrix: this task's row of the router x task table (:class:`MatrixRow`), or None.
+        dense_twins: (MoE method, its dense twin) column pairs, compared on every dataset both ran in the first of
+            ``metrics`` by ``zoo.leaderboard.compare``: the page's summary and the README's task table count better /
+            tie / worse (``zoo.leaderboard.twins``).
     """
 
     name: str
@@ -138,6 +141,7 @@ class TaskSpec:
     router_arg: str = "model.init_args"
     tune_metric: tuple[str, str] | None = None
     matrix: MatrixRow | None = None
+    dense_twins: tuple[tuple[str, str], ...] = ()
 
     def config_path(self, relative: str = "") -> Path:
         """``relative`` (a config file, or "" for the folder) inside this task's ``config_dir``."""

@@ -106,6 +106,7 @@ DRONEDINO = TaskSpec(
     datasets=("HIT-UAV", "DroneViewVehicle-RGB", "LLVIP-pairs"),
     catalog="zoo_tasks.detection.datasets:DATASETS",
     targets=TARGETS,
+    dense_twins=(("dronedino", "unified_dense"),),
     extra_tables="zoo_tasks.detection.tables:expert_load_tables",
     benchmarks={"dronedino-step": "zoo_tasks.detection.timing:main"},
 )

@@ -26,11 +26,13 @@ from torch_geometric.loader import DataLoader
 
 from zoo.data import cache_dir, get_dataset_spec, sha256_of, writable_copy
 from zoo.data.build_lock import build_lock
+from zoo.data.finite import require_finite
 from zoo.errors import ConfigError, DatasetNotFoundError
 from zoo.utils.folds import stratified_fold
 from zoo_tasks.graphs.checks import check_choice
 from zoo_tasks.graphs.experts import AddTwoHopEdges
 from zoo_tasks.graphs.features import NODE_FEATURES, NodeFeatures
+from zoo_tasks.graphs.tu_files import check_tu_files
 
 PLANETOID_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
 TU_REQUIRED = ("A", "graph_indicator", "graph_labels")
@@ -55,10 +57,14 @@ def open_pyg_dataset(family: str, name: str, root_of: Callable[[], Path], make: 
             return make(root)
 
 
+def catalogued(family: str, name: str) -> bool:
+    """Whether dataset ``name`` of ``family`` is in the zoo catalogue (its raw files sha256-verified)."""
+    return any(rel.startswith(f"{name}/raw/") for rel in get_dataset_spec(family).checksums)
+
+
 def pyg_root(family: str, name: str, data_dir: str | None) -> Path:
     """Root folder for a PyG dataset class: a writable copy for catalogued datasets, else ``data_dir``."""
-    known = any(rel.startswith(f"{name}/raw/") for rel in get_dataset_spec(family).checksums)
-    if known:
+    if catalogued(family, name):
         return writable_copy(family, path=data_dir, files=[f"{name}/raw"])
     if data_dir is None:
         raise DatasetNotFoundError(
@@ -113,18 +119,44 @@ def planetoid_user_files(path: str, name: str | None) -> tuple[str, dict[str, Pa
     missing = [f.name for f in files if not f.is_file()]
     if missing:
         raise DatasetNotFoundError(f"path={path!r}: Planetoid dataset {dataset!r} lacks {', '.join(missing)}")
+    check_planetoid_features(files)
     return dataset, {f"ind.{dataset.lower()}.{part}": f for part, f in zip(PLANETOID_PARTS, files)}
 
 
+def check_planetoid_features(files: list[Path]) -> None:
+    """``ConfigError`` (file, column, row) for a NaN / inf in the feature matrices ``x``, ``tx``, ``allx``."""
+    for f in files:
+        if f.suffix in (".x", ".tx", ".allx"):
+            fix = "every node needs finite features (rows counted from 0, columns from 1); fix the file"
+            require_finite(planetoid_matrix(f), f, rows="row", first_row=0, fix=fix)
+
+
+def planetoid_matrix(path: Path) -> np.ndarray:
+    """A Planetoid feature pickle (numpy array or scipy sparse matrix, as PyG reads it) as a dense array;
+    ``ConfigError`` naming the file when it is not one."""
+    try:
+        with open(path, "rb") as fh:
+            matrix = pickle.load(fh, encoding="latin1")
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError, IndexError) as err:
+        raise ConfigError(f"{path}: not a readable Planetoid feature pickle ({type(err).__name__}: {err})") from None
+    dense = np.asarray(matrix.todense() if hasattr(matrix, "todense") else matrix)
+    if dense.ndim != 2 or dense.dtype.kind not in "biuf":
+        raise ConfigError(f"{path}: expected a 2-D numeric matrix (nodes, features), got {dense.dtype} {dense.shape}")
+    return dense
+
+
 def tu_user_files(path: str, name: str | None) -> tuple[str, dict[str, Path]]:
-    """(dataset name, file name -> file) of a TU-layout folder; the name comes from ``<NAME>_A.txt``."""
+    """(dataset name, file name -> file) of a TU-layout folder; the name comes from ``<NAME>_A.txt``. The files
+    are checked (:func:`~zoo_tasks.graphs.tu_files.check_tu_files`) before PyG sees them."""
     folder = _raw_folder(path, "path")
     found = sorted(f.name[: -len("_A.txt")] for f in folder.glob("*_A.txt"))
     dataset = _pick_name(found, name, path, "TU <NAME>_A.txt")
     missing = [f"{dataset}_{part}.txt" for part in TU_REQUIRED if not (folder / f"{dataset}_{part}.txt").is_file()]
     if missing:
         raise DatasetNotFoundError(f"path={path!r}: TU dataset {dataset!r} lacks {', '.join(missing)}")
-    return dataset, {f.name: f for f in sorted(folder.glob(f"{dataset}_*.txt"))}
+    files = {f.name: f for f in sorted(folder.glob(f"{dataset}_*.txt"))}
+    check_tu_files(dataset, files)
+    return dataset, files
 
 
 def raw_sha256(root: Path, name: str) -> dict[str, str]:
@@ -149,6 +181,8 @@ class PlanetoidDataModule(pl.LightningDataModule):
         split: PyG Planetoid split, ``"public"`` by default.
         normalize_features: row-normalise bag-of-words features (as in GCN/GAT).
     """
+
+    catalogue_fields = {"name": "ind.*.allx"}  # with `path`: the name in the files (zoo.cli.dataset_name)
 
     def __init__(
         self,
@@ -242,6 +276,8 @@ class TUDataModule(pl.LightningDataModule):
             largest degree, one column per degree as in GIN's code).
     """
 
+    catalogue_fields = {"name": "*_A.txt"}  # with `path`: the <NAME> of its files (zoo.cli.dataset_name)
+
     def __init__(
         self,
         name: str = "MUTAG",
@@ -285,6 +321,8 @@ class TUDataModule(pl.LightningDataModule):
                 self._root = user_pyg_root("TUDataset", self.name, files)
             else:
                 self._root = pyg_root("TUDataset", self.name, self.data_dir)
+                if not catalogued("TUDataset", self.name):  # a user's files under data_dir: checked as with path
+                    tu_user_files(str(self._root / self.name / "raw"), self.name)
         return self._root
 
     def _dataset(self) -> TUDataset:

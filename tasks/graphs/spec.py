@@ -143,6 +143,7 @@ C2GMOE = TaskSpec(
     catalog="zoo_tasks.graphs.datasets:DATASETS",
     extra_tables="zoo_tasks.graphs.tables:diagnostics_tables",
     targets=TARGETS,
+    dense_twins=(("c2gmoe", "gcn"), ("c2gmoe_tuned", "gcn_tuned")),
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,
 )

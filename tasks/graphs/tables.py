@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from zoo.leaderboard.compare import BETTER, TIE, TOO_FEW, WORSE, paired
 from zoo.leaderboard.record import results_dir
 from zoo.leaderboard.render import finite_mean, fmt_value
 
@@ -25,11 +26,13 @@ DIAG_COLUMNS = (
 def diagnostics_tables(records) -> str:
     """Markdown: diagnostics per (dataset, MoE method) averaged over seeds/folds, C2GMoE vs GMoE on them, plots."""
     diag = defaultdict(lambda: defaultdict(list))
+    keyed = defaultdict(dict)  # (dataset, method, diagnostic) -> (seed, fold) -> value
     for r in records:
         d = (r.extra or {}).get("diagnostics") or {}
         for key, _ in DIAG_COLUMNS:
             if key in d and d[key] is not None:
                 diag[(r.dataset, r.method)][key].append(float(d[key]))
+                keyed[(r.dataset, r.method, key)][(r.seed, r.fold)] = float(d[key])
     lines = ["## Graph-MoE diagnostics (test set, mean over seeds / folds)", ""]
     lines.append(
         "Homogeneity: mean pairwise cosine similarity of the experts' outputs at the routed layer (C2GMoE: "
@@ -45,7 +48,7 @@ def diagnostics_tables(records) -> str:
         runs = max(len(v) for v in vals.values())
         cells = " | ".join(fmt_value(finite_mean(vals.get(key, []))) for key, _ in DIAG_COLUMNS)
         lines.append(f"| {dataset} | {method} | {runs} | {cells} |")
-    lines += ["", *_versus_gmoe(diag), *_example_plots()]
+    lines += ["", *_versus_gmoe(diag, keyed), *_example_plots()]
     return "\n".join(lines) + "\n"
 
 
@@ -59,9 +62,10 @@ def _example_plots() -> list[str]:
     return lines + [f"![{name[:-4]}](results/c2gmoe/plots/{name})" for name in names]
 
 
-def _versus_gmoe(diag) -> list[str]:
+def _versus_gmoe(diag, keyed) -> list[str]:
     """Issue 5's diagnostic claim (lower expert homogeneity, flatter load than GMoE), per dataset: informational
-    lines, not a judged target (the diagnostics are this implementation's reading of the paper's)."""
+    lines, not a judged target (the diagnostics are this implementation's reading of the paper's). Each dataset is
+    compared by the leaderboard's rule (``zoo.leaderboard.compare``: paired by (seed, fold), 95 % t-interval)."""
     datasets = sorted({d for (d, _) in diag})
     out = []
     for key, better, label in (
@@ -75,7 +79,15 @@ def _versus_gmoe(diag) -> list[str]:
         ]
         if not pairs:
             continue
-        wins = [d for d, c, g in pairs if (c < g if better == "lower" else c > g)]
-        detail = "; ".join(f"{d}: {fmt_value(c)} vs {fmt_value(g)}" for d, c, g in pairs)
-        out.append(f"- {label} {better} than GMoE: {len(wins)}/{len(pairs)} datasets ({detail})")
-    return ["## C2GMoE vs GMoE on the diagnostics (issue 5)", "", *out] if out else []
+        outcomes = {
+            d: paired(keyed[(d, "c2gmoe", key)], keyed[(d, "gmoe", key)], higher=better == "higher").outcome
+            for d, _, _ in pairs
+        }
+        found = list(outcomes.values())
+        counts = ", ".join(f"{o} on {found.count(o)}" for o in (BETTER, TIE, WORSE, TOO_FEW) if o in found)
+        detail = "; ".join(f"{d}: {fmt_value(c)} vs {fmt_value(g)}, {outcomes[d]}" for d, c, g in pairs)
+        out.append(f"- {label} {better} than GMoE: {counts} of {len(pairs)} datasets ({detail})")
+    if not out:
+        return []
+    intro = "Per dataset, paired by (seed, fold), 95 % t-interval (`zoo.leaderboard.compare`, the pages' one rule):"
+    return ["## C2GMoE vs GMoE on the diagnostics (issue 5)", "", intro, "", *out]

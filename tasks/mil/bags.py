@@ -13,7 +13,10 @@ from zoo.errors import ZooError
 @dataclass
 class Bags:
     """A MIL dataset: ``features[i]`` (n_i, D) float32, ``labels`` (num_bags,) int in {0, 1},
-    ``instance_labels[i]`` (n_i,) int or None, ``names`` the bag ids in file order."""
+    ``instance_labels[i]`` (n_i,) int or None, ``names`` the bag ids in file order.
+
+    Finite values are the readers' check (:mod:`zoo_tasks.mil.bag_files`, through
+    :func:`zoo.data.finite.require_finite`), made where the file, column and row are known."""
 
     features: list[np.ndarray]
     labels: np.ndarray
@@ -29,9 +32,6 @@ class Bags:
         widths = {f.shape[1] for f in self.features}
         if len(widths) > 1:
             raise ZooError(f"Bags: every instance needs the same number of features, got widths {sorted(widths)}")
-        bad = [name for name, f in zip(self.names, self.features) if not np.isfinite(f).all()]
-        if bad:
-            raise ZooError(f"{len(bad)} bag(s) have NaN or infinite features (first: bag {bad[0]!r}); clean the input")
 
 
 def _check_binary(labels: np.ndarray) -> None:

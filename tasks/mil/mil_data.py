@@ -129,7 +129,7 @@ class BagDataModule(pl.LightningDataModule):
         try:
             width = feature_width(self.path, self.keys) if self.path is not None else self.builtin_width()
         except ZooError as exc:
-            if isinstance(exc, ConfigError) or self.path is None:
+            if self.path is None or str(self.path) in str(exc):
                 raise
             raise type(exc)(f"{self.path}: {exc}") from None
         return {"in_dim": int(width)}

@@ -125,6 +125,7 @@ MAMMOTH = TaskSpec(
     catalog="zoo_tasks.mil.datasets:DATASETS",
     extra_tables="zoo_tasks.mil.tables:mammoth_tables",
     targets=_targets(),
+    dense_twins=tuple((method_name(a, "mammoth"), method_name(a, "linear")) for a in AGGREGATORS),
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,
 )

@@ -7,11 +7,11 @@ generic renderer; what the columns mean and the run history are in ``leaderboard
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections import defaultdict
 
 from zoo.bench.provenance import machine_phrase
+from zoo.leaderboard.compare import BETTER, TIE, TOO_FEW, WORSE, paired
 from zoo.leaderboard.example_plots import example_plot_lines
 from zoo.registry import repository_root
 from zoo_tasks.mil.spec import AGGREGATORS, DATASETS, PROJECTIONS, REPEATS, method_name
@@ -27,13 +27,14 @@ def _fmt(values: list[float]) -> str:
     return f"{statistics.fmean(values):.3f} ± {statistics.stdev(values):.3f}"
 
 
-def _paired(a: dict, b: dict) -> tuple[float, float, int]:
-    """Mean and standard error of a - b over the (seed, fold) keys both hold."""
-    keys = sorted(set(a) & set(b))
-    diffs = [a[k] - b[k] for k in keys]
-    if len(diffs) < 2:
-        return (diffs[0] if diffs else math.nan), math.nan, len(diffs)
-    return statistics.fmean(diffs), statistics.stdev(diffs) / math.sqrt(len(diffs)), len(diffs)
+_MARK = {BETTER: "✓", TIE: "=", WORSE: "✗", TOO_FEW: "(n<3)"}
+
+
+def _delta(ours: dict, base: dict) -> str:
+    """``+0.035 ✓``: the mean of ours - base over the (seed, fold) runs both hold and the outcome of the pages' rule
+    (``zoo.leaderboard.compare``: ✓ better, = tie, ✗ worse by the paired 95 % t-interval); ``—`` without pairs."""
+    c = paired(ours, base, higher=True)
+    return f"{c.mean:+.3f} {_MARK[c.outcome]}" if c.n else "—"
 
 
 def mammoth_tables(records: list) -> str:
@@ -69,7 +70,7 @@ def mammoth_tables(records: list) -> str:
         if not any(k[0] == dataset for k in runs):
             continue
         lines += [
-            f"### {dataset} (mean ± std over repeats x folds; Δ = MAMMOTH - linear)",
+            f"### {dataset} (mean ± std over repeats x folds; Δ = MAMMOTH - linear, paired: ✓ better, = tie, ✗ worse)",
             "",
             "| aggregator | n | acc linear | acc +MAMMOTH | Δ acc | acc +mammoth-moe | auc linear | auc +MAMMOTH "
             "| Δ auc | auc +mammoth-moe | s/epoch linear / ours / pkg |",
@@ -82,27 +83,28 @@ def mammoth_tables(records: list) -> str:
             row = [label, str(len(cell[("mammoth", "test/acc")]))]
             for metric in metrics:
                 lin, ours, pkg = (cell[(p, metric)] for p in PROJECTIONS)
-                delta, _, n = _paired(ours, lin)
                 row += [_fmt(list(lin.values())), _fmt(list(ours.values()))]
-                row += [f"{delta:+.3f}" if n else "—", _fmt(list(pkg.values()))]
+                row += [_delta(ours, lin), _fmt(list(pkg.values()))]
             times = [epoch_s.get((dataset, agg, p)) for p in PROJECTIONS]
             row.append(" / ".join(f"{statistics.median(t):.3f}" if t else "—" for t in times))
             lines.append("| " + " | ".join(row) + " |")
-            mean, se, n = _paired(cell[("mammoth", "test/acc")], cell[("mammoth_pkg", "test/acc")])
-            if n:
-                pkg_diffs.append((dataset, label, mean, se, n))
+            versus_pkg = paired(cell[("mammoth", "test/acc")], cell[("mammoth_pkg", "test/acc")], higher=True)
+            if versus_pkg.n:
+                pkg_diffs.append((dataset, label, versus_pkg))
         lines.append("")
 
     if pkg_diffs:
         lines += [
             "### Ours vs mammoth-moe 0.1.2, paired by (repeat, fold)",
             "",
-            "| dataset | aggregator | n | acc ours - package | ± s.e. | within 2 s.e. |",
-            "|---|---|---|---|---|---|",
+            "Δ: accuracy of ours - the package's, mean over the runs both hold, with its 95 % t-interval; a tie (the "
+            "interval holds 0) is what agreement can show (`zoo.leaderboard.compare`).",
+            "",
+            "| dataset | aggregator | n | Δ acc [95 % CI] | outcome |",
+            "|---|---|---|---|---|",
         ]
-        for dataset, label, mean, se, n in pkg_diffs:
-            ok = "yes" if not math.isnan(se) and abs(mean) <= 2 * se else ("—" if math.isnan(se) else "no")
-            lines.append(f"| {dataset} | {label} | {n} | {mean:+.3f} | {se:.3f} | {ok} |")
+        for dataset, label, c in pkg_diffs:
+            lines.append(f"| {dataset} | {label} | {c.n} | {c.delta()} | {c.verdict} |")
     lines += _bench_lines()
     if plots:
         lines += [

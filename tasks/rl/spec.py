@@ -137,4 +137,5 @@ SCALEMOE = TaskSpec(
     search_spaces=SEARCH_SPACES,
     tune_metric=("val/return", "max"),
     matrix=MATRIX,
+    dense_twins=tuple((method, DENSE_TWIN) for method in METHODS if method.startswith("ScaleMoE")),
 )

@@ -2,7 +2,9 @@
 
 The catalogued scenes (``scene="standup"``) resolve through ``zoo.data`` (sha256-verified, offline mirror first); a
 user's own scene in the same format is ``path`` (a folder with ``transforms_{train,val,test}.json``), not checked
-against the catalogue (its files' sha256 are reported by ``data_sha256()``).
+against the catalogue (its files' sha256 are reported by ``data_sha256()``). ``scene_identity()`` names the scene and
+hashes its content (:func:`~zoo_tasks.splatting.dnerf.scene_sha256`) for the expert exports
+(:mod:`zoo_tasks.splatting.exports`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from torch.utils.data import DataLoader, Dataset
 
 from zoo.data import get_dataset_spec, resolve, sha256_of
 from zoo.errors import ConfigError, DatasetNotFoundError
-from zoo_tasks.splatting.dnerf import SPLITS, Views, read_split
+from zoo_tasks.splatting.dnerf import SPLITS, Views, read_split, scene_sha256
+
+
+def catalogued_scenes() -> list[str]:
+    """The scenes of the ``D-NeRF`` catalogue entry (the folders its checksums cover)."""
+    return sorted({rel.split("/")[0] for rel in get_dataset_spec("D-NeRF").checksums})
 
 
 class ViewDataset(Dataset):
@@ -52,6 +59,8 @@ class DNeRFDataModule(pl.LightningDataModule):
         num_workers: dataloader workers.
     """
 
+    catalogue_fields = {"scene": "name"}  # with `path`: the scene folder's name (zoo.cli.dataset_name)
+
     def __init__(
         self,
         scene: str = "standup",
@@ -64,6 +73,7 @@ class DNeRFDataModule(pl.LightningDataModule):
         super().__init__()
         self.save_hyperparameters()
         self.splits: dict[str, Views] = {}
+        self._identity: dict[str, str] | None = None
 
     def scene_folder(self) -> Path:
         """The scene's folder: ``path``, or the catalogued scene resolved and verified."""
@@ -73,10 +83,23 @@ class DNeRFDataModule(pl.LightningDataModule):
                 raise DatasetNotFoundError(f"path={self.hparams.path!r} is not a folder")
             return folder
         scene = self.hparams.scene
-        known = sorted({rel.split("/")[0] for rel in get_dataset_spec("D-NeRF").checksums})
+        known = catalogued_scenes()
         if scene not in known:
             raise ConfigError(f"scene={scene!r} is not catalogued: choose one of {', '.join(known)} or pass path=")
         return resolve("D-NeRF", path=self.hparams.data_dir, files=[scene]) / scene
+
+    def scene_name(self) -> str:
+        """The scene's name: the catalogued ``scene``, or the folder name of ``path``."""
+        if self.hparams.path is not None:
+            return Path(self.hparams.path).expanduser().resolve().name
+        return self.hparams.scene
+
+    def scene_identity(self) -> dict[str, str]:
+        """``{"name": scene name, "sha256": the scene's content hash}`` (computed once), which expert exports
+        record and the MoE-GS stages compare."""
+        if self._identity is None:
+            self._identity = {"name": self.scene_name(), "sha256": scene_sha256(self.scene_folder())}
+        return self._identity
 
     def split(self, name: str) -> Views:
         """The frames of split ``name`` (read once)."""

@@ -16,7 +16,7 @@ import pytorch_lightning as pl
 import torch
 
 from zoo.errors import ConfigError
-from zoo_tasks.splatting.exports import load_export
+from zoo_tasks.splatting.exports import load_export, recorded_scene, scene_of
 from zoo_tasks.splatting.module import DEFAULT_LR, expert_param_groups
 from zoo_tasks.splatting.moe import MoEGS
 from zoo_tasks.splatting.objective import image_loss, image_metrics, render_view, unbatch
@@ -26,10 +26,11 @@ _SKIP = ("export_name", "prune_fractions", "prune_score_views")
 
 def load_teacher(entry: str) -> tuple[MoEGS, list[str]]:
     """A trained MoE-GS from its router export (its experts from their own exports), frozen, and its expert entries."""
-    blob, _ = load_export(entry)
+    blob, path = load_export(entry)
     accepted = set(inspect.signature(MoEGS.__init__).parameters) - {"self", *_SKIP}
     teacher = MoEGS(**{k: v for k, v in blob["hparams"].items() if k in accepted})
     teacher.router.load_state_dict(blob["state_dict"])
+    teacher.export_scenes.insert(0, ("MoE-GS teacher", path, recorded_scene(blob, path)))
     return teacher.requires_grad_(False), list(blob["hparams"]["experts"])
 
 
@@ -74,6 +75,9 @@ class DistillGS(pl.LightningModule):
         super().train(mode)
         self.teacher.eval()
         return self
+
+    def setup(self, stage: str) -> None:
+        self.teacher.check_scene(scene_of(self.trainer.datamodule))  # the teacher and its experts: this scene's
 
     def render(self, model, view: dict) -> torch.Tensor:
         return render_view(model(view["time"]), view, backend=self.hparams.backend)[0]

@@ -8,12 +8,19 @@ Format (Pumarola et al., D-NeRF, CVPR 2021; the Blender/NeRF-synthetic schema wi
 ``file_path`` is relative to the scene folder, without extension (``.png`` is appended when absent);
 ``transform_matrix`` is camera-to-world in the OpenGL convention (x right, y up, looking along -z), converted here
 to gsplat's OpenCV world-to-camera ``viewmat``. The alpha channel is composited onto a white or black background.
+A NaN or infinite time or camera-matrix entry is refused (:func:`zoo.data.finite.require_finite`), naming the file,
+the key and the frame.
+
+:func:`scene_sha256` identifies a scene by its content (the transforms files and the images they name), so that
+stage-1 expert exports can record which scene they were trained on.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +28,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from zoo.data.finite import require_finite
+from zoo.data.resolve import sha256_of
 from zoo.errors import ConfigError, DatasetNotFoundError
 
 SPLITS = ("train", "val", "test")
@@ -97,7 +106,26 @@ def read_transforms(path: Path) -> tuple[float, list[dict]]:
         matrix = np.asarray(frame["transform_matrix"], dtype=object)
         if matrix.shape != (4, 4) or not all(isinstance(v, (int, float)) for v in matrix.ravel()):
             raise _bad(path, f"frames[{i}]['transform_matrix'] must be a 4x4 list of numbers")
+    _require_finite_poses(path, frames)
     return float(angle), frames
+
+
+_POSE_COLUMNS = ["time"] + [f"transform_matrix[{r}][{c}]" for r in range(4) for c in range(4)]
+
+
+def _require_finite_poses(path: Path, frames: list[dict]) -> None:
+    """JSON allows NaN / Infinity: one line naming the file, the key and the frame (its index in 'frames')."""
+    values = np.array(
+        [[float(f["time"]), *np.asarray(f["transform_matrix"], dtype=np.float64).ravel()] for f in frames]
+    )
+    require_finite(
+        values,
+        path,
+        _POSE_COLUMNS,
+        rows="frame index",
+        first_row=0,
+        fix="give every frame a finite 'time' and camera-to-world 'transform_matrix'",
+    )
 
 
 def _image_path(scene: Path, file_path: str) -> Path:
@@ -118,6 +146,29 @@ def load_image(path: Path, downscale: int, background: float) -> np.ndarray:
         rgba = np.asarray(im, dtype=np.float32) / 255.0
     rgb, alpha = rgba[..., :3], rgba[..., 3:]
     return rgb * alpha + background * (1.0 - alpha)
+
+
+def scene_sha256(scene: str | Path) -> str:
+    """sha256 identifying a D-NeRF-format scene's content: over the name and sha256 of each
+    ``transforms_{train,val,test}.json`` and of every image they name (sorted), so the same scene gives the same
+    value wherever its folder is (a catalogued scene and a copy of it given as ``path`` alike).
+
+    Raises:
+        ConfigError / DatasetNotFoundError: as :func:`read_split` (malformed transforms file, missing file).
+    """
+    scene = Path(scene)
+    files: dict[str, Path] = {}
+    for split in SPLITS:
+        path = scene / f"transforms_{split}.json"
+        _, frames = read_transforms(path)
+        files[path.name] = path
+        for frame in frames:
+            image = _image_path(scene, frame["file_path"])
+            if not image.is_file():
+                raise DatasetNotFoundError(f"D-NeRF scene: image {image} named in {path} is missing")
+            files[Path(os.path.relpath(image, scene)).as_posix()] = image
+    lines = "".join(f"{name} {sha256_of(files[name])}\n" for name in sorted(files))
+    return hashlib.sha256(lines.encode()).hexdigest()
 
 
 def camera_to_viewmat(c2w: Tensor) -> Tensor:

@@ -15,7 +15,7 @@ import pytorch_lightning as pl
 import torch
 
 from zoo_tasks.splatting.experts import DynamicGaussians
-from zoo_tasks.splatting.exports import export_path, save_export
+from zoo_tasks.splatting.exports import export_path, refuse_replacing, save_export, scene_of
 from zoo_tasks.splatting.figures import side_by_side
 from zoo_tasks.splatting.objective import image_loss, image_metrics, render_view, unbatch
 
@@ -57,7 +57,8 @@ class ExpertGS(pl.LightningModule):
             every Gaussian out of frame, since an empty render of a white-background scene is a cheap early loss.
         backend: rasteriser, ``"auto"`` (gsplat CUDA on a GPU, else the tile rasteriser), ``"tiles"``, ``"dense"``.
         export_name: when set, the trained expert is exported for the MoE stage (see
-            :mod:`zoo_tasks.splatting.exports`) at the end of fit.
+            :mod:`zoo_tasks.splatting.exports`) at the end of fit, with the scene it was trained on; a fit that would
+            replace another scene's export of that name is refused at its start.
     """
 
     def __init__(
@@ -77,6 +78,15 @@ class ExpertGS(pl.LightningModule):
         self.save_hyperparameters()
         self.model = build_expert(expert, num_gaussians, sh_degree, expert_kwargs)
         self.figures: list[str] = []
+        self.scene: dict[str, str] | None = None  # the scene trained on, recorded in the export
+
+    def setup(self, stage: str) -> None:
+        if stage != "fit":
+            return
+        self.scene = scene_of(self.trainer.datamodule)
+        if self.hparams.export_name and self.scene is not None:
+            new_name = f"{self.scene['name']}_{self.hparams.expert}"
+            refuse_replacing(export_path(self.hparams.export_name), self.scene, new_name)
 
     def render(self, view: dict) -> torch.Tensor:
         static = self.training and self.global_step < self.hparams.deform_warmup_steps
@@ -120,8 +130,9 @@ class ExpertGS(pl.LightningModule):
                 paths.append(export_path(self.hparams.export_name))
             val = self.trainer.callback_metrics.get("val/psnr")
             val_psnr = float(val) if val is not None else float("nan")
+            scene = {"scene": self.scene} if self.scene is not None else {}
             for path in paths:
-                save_export(Path(path), self.hparams, state, self.global_step, val_psnr=val_psnr)
+                save_export(Path(path), self.hparams, state, self.global_step, val_psnr=val_psnr, **scene)
 
     def configure_optimizers(self):
         lr = {**DEFAULT_LR, **(self.hparams.lr or {})}

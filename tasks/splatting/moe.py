@@ -12,13 +12,22 @@ first views' renders of every expert and of the blend beside the ground truth, a
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
 
 from zoo.errors import ConfigError
 from zoo.moe import combine_dense, weighted_aux_loss
-from zoo_tasks.splatting.exports import export_path, load_export, save_export
+from zoo_tasks.splatting.exports import (
+    check_scene,
+    export_path,
+    load_export,
+    recorded_scene,
+    refuse_replacing,
+    save_export,
+    scene_of,
+)
 from zoo_tasks.splatting.figures import side_by_side, weight_map
 from zoo_tasks.splatting.module import FIGURE_VIEWS, build_expert, figure_dir
 from zoo_tasks.splatting.objective import image_loss, image_metrics, render_view, unbatch
@@ -41,6 +50,9 @@ class MoEGS(pl.LightningModule):
         export_name: when set, the trained router is exported (for :class:`~zoo_tasks.splatting.distill.DistillGS`).
         prune_fractions: kept fractions for gate-aware pruning after the test (:mod:`zoo_tasks.splatting.pruning`;
             scores from ``prune_score_views`` training views), logged as ``test/psnr_keep<percent>``; None: off.
+
+    Experts trained on another scene than the run's are refused when the trainer sets the module up
+    (:func:`~zoo_tasks.splatting.exports.check_scene`).
     """
 
     def __init__(
@@ -67,8 +79,12 @@ class MoEGS(pl.LightningModule):
             raise ConfigError(f"experts: MoE-GS blends at least two stage-1 experts, got {experts}")
         self.experts = torch.nn.ModuleList()
         self.expert_names: list[str] = []
+        # (what, export path, the scene it records): the experts' exports, and a distillation teacher's own export
+        self.export_scenes: list[tuple[str, Path, dict | None]] = []
+        self.scene: dict[str, str] | None = None  # the run's scene, recorded in the router export
         for entry in experts:
             blob, path = load_export(entry)
+            self.export_scenes.append(("expert", path, recorded_scene(blob, path)))
             h = blob["hparams"]
             model = build_expert(h["expert"], h["num_gaussians"], h.get("sh_degree", 1), h.get("expert_kwargs"))
             model.load_state_dict(blob["state_dict"])
@@ -87,6 +103,17 @@ class MoEGS(pl.LightningModule):
         super().train(mode)
         self.experts.eval()  # frozen
         return self
+
+    def check_scene(self, scene: dict[str, str] | None) -> None:
+        """Refuse an export (expert, or a teacher's router) trained on another scene than ``scene``."""
+        for what, path, recorded in self.export_scenes:
+            check_scene(recorded, path, scene, what)
+
+    def setup(self, stage: str) -> None:
+        self.scene = scene_of(self.trainer.datamodule)
+        self.check_scene(self.scene)
+        if stage == "fit" and self.hparams.export_name and self.scene is not None:
+            refuse_replacing(export_path(self.hparams.export_name), self.scene, f"{self.scene['name']}_moe_gs")
 
     def blend(self, view: dict):
         """Render every expert (colour + router channels in one pass) and blend: (image (H, W, 3), per-expert
@@ -157,7 +184,8 @@ class MoEGS(pl.LightningModule):
     def on_fit_end(self) -> None:
         if self.trainer.is_global_zero and self.hparams.export_name:
             state = {k: v.detach().cpu() for k, v in self.router.state_dict().items()}
-            save_export(export_path(self.hparams.export_name), self.hparams, state, self.global_step)
+            scene = {"scene": self.scene} if self.scene is not None else {}
+            save_export(export_path(self.hparams.export_name), self.hparams, state, self.global_step, **scene)
 
     def on_test_epoch_start(self) -> None:
         self._test_views = []

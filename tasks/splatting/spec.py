@@ -135,6 +135,7 @@ MOE_GS = TaskSpec(
     catalog="zoo_tasks.splatting.datasets:DATASETS",
     benchmarks={"splat": "zoo_tasks.splatting.bench:main"},
     targets=MOE_GS_SPEC_TARGETS,
+    dense_twins=(("moe_gs", "mlp"),),  # the matrix row's dense twin: the MLP deformation expert alone
     extra_tables="zoo_tasks.splatting.tables:moe_gs_tables",
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,

@@ -16,6 +16,8 @@ The split conventions are those of Informer / Autoformer / Time-Series-Library (
   ``ratio_7_1_2`` -- every user CSV given by ``path`` and the catalog's Weather, as Time-Series-Library's
   ``Dataset_Custom`` does for non-ETT data.
 
+The validation and test segments must each hold at least ``MIN_EVAL_WINDOWS`` (8) windows, or the run stops
+before training (:func:`require_eval_windows`). Every value must be finite (:func:`zoo.data.finite.require_finite`).
 The StandardScaler is fitted on the train rows only; metrics are computed on that normalised scale.
 Evaluation loaders never drop the last batch (dropping it is a known bug that flatters published numbers).
 """
@@ -32,12 +34,14 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from zoo.data import resolve
+from zoo.data.finite import require_finite
 from zoo.data.resumable import resumable_train_loader
 from zoo.errors import ConfigError
 from zoo.utils.text_file import require_text_file
 
 SPLITS = ("ett_hour", "ett_minute", "ratio_7_1_2")
 AUTO = "auto"
+MIN_EVAL_WINDOWS = 8  # fewer validation or test windows than this is refused (require_eval_windows)
 _STAGES = ("train", "val", "test")
 
 
@@ -112,7 +116,9 @@ def read_series(
 
     Raises:
         ConfigError: one line naming ``path`` and what is wrong with it: missing, binary, empty, ragged, a
-            missing date column, a non-numeric cell (its column, line and value) or a missing value.
+            missing date column, a non-numeric cell (its column, line and value), or a value that is not finite
+            (an empty cell or NaN, ``inf``, ``-inf``: :func:`zoo.data.finite.require_finite` names its column and
+            data row).
     """
     import pandas as pd
 
@@ -144,14 +150,50 @@ def read_series(
                 f"{path}: non-numeric value {value!r} in column {column!r}, data row {row}; "
                 f"every column except {date_column!r} must be numeric"
             )
-    missing = values.isna().to_numpy()
-    if missing.any():
-        row, col = np.argwhere(missing)[0]
-        raise ConfigError(
-            f"{path} has missing values (first: column {values.columns[col]!r}, data row {row + 1}); "
-            "fill them before forecasting"
-        )
-    return values.to_numpy(dtype=np.float32), [str(c) for c in values.columns]
+    names = [str(c) for c in values.columns]
+    numbers = values.to_numpy(dtype=np.float64)
+    require_finite(numbers, path, names, fix="fill missing cells and replace inf / -inf before forecasting")
+    with np.errstate(over="ignore"):  # an overflow becomes inf, which the check below names
+        numbers = numbers.astype(np.float32)
+    require_finite(numbers, path, names, fix="values beyond +-3.4e38 do not fit float32: rescale that column")
+    return numbers, names
+
+
+def window_count(rows: int, seq_len: int, pred_len: int) -> int:
+    """How many windows of ``seq_len + pred_len`` rows a segment of ``rows`` rows holds (stride 1)."""
+    return max(0, rows - seq_len - pred_len + 1)
+
+
+def require_eval_windows(path: Path, borders: dict[str, tuple[int, int]], seq_len: int, pred_len: int) -> None:
+    """Refuse a split whose validation or test segment holds fewer than ``MIN_EVAL_WINDOWS`` windows.
+
+    A score averaged over a handful of windows (a short weekly series with the default 96 / 96 leaves 2) picks
+    the checkpoint and ranks models by noise, so the run stops before training instead.
+
+    Raises:
+        ConfigError: one line naming the file, both window counts, the minimum, ``seq_len`` / ``pred_len`` and
+            the number of rows that would be enough with the ``ratio_7_1_2`` split.
+    """
+    counts = {name: window_count(end - max(start, 0), seq_len, pred_len) for name, (start, end) in borders.items()}
+    if min(counts["val"], counts["test"]) >= MIN_EVAL_WINDOWS:
+        return
+    raise ConfigError(
+        f"{path}: data.init_args.seq_len {seq_len} + pred_len {pred_len} leave {counts['val']} validation and "
+        f"{counts['test']} test windows, fewer than the minimum of {MIN_EVAL_WINDOWS} each; use a shorter "
+        f"seq_len / pred_len (set model.init_args.pred_len too) or a longer series (with the 70/10/20 split: "
+        f"about {rows_for_eval_windows(seq_len, pred_len)} rows or more)"
+    )
+
+
+def rows_for_eval_windows(seq_len: int, pred_len: int) -> int:
+    """The fewest rows whose ``ratio_7_1_2`` split gives ``MIN_EVAL_WINDOWS`` validation and test windows."""
+    rows = 10 * (pred_len + MIN_EVAL_WINDOWS - 3)  # the 10 % validation segment binds; it holds <= 0.1 N + 2 rows
+    while True:
+        borders = split_borders(rows, seq_len, "ratio_7_1_2")
+        counts = [window_count(borders[name][1] - borders[name][0], seq_len, pred_len) for name in ("val", "test")]
+        if borders["val"][0] >= 0 and min(counts) >= MIN_EVAL_WINDOWS:
+            return rows
+        rows += 1
 
 
 class WindowDataset(Dataset):
@@ -188,13 +230,15 @@ class ForecastingDataModule(pl.LightningDataModule):
             checksum).
         data_dir: explicit folder holding ``file``.
         split: ``"auto"``, ``"ett_hour"``, ``"ett_minute"`` or ``"ratio_7_1_2"`` (see the module docstring).
-        seq_len: lookback length L. pred_len: horizon H.
+        seq_len: lookback length L. pred_len: horizon H (the validation and test segments need 8 windows each).
         date_column: name of the timestamp column, dropped from the channels.
         columns: the channels to read, in this order (``None``: every column except ``date_column``).
 
     Batches are ``(x, y)`` with x ``(B, seq_len, C)`` and y ``(B, pred_len, C)``; ``model_shapes()`` gives
     ``{"num_channels": C}`` from the CSV's header line alone.
     """
+
+    catalogue_fields = {"dataset": "stem", "file": "name"}  # with `path`: its name (zoo.cli.dataset_name)
 
     def __init__(
         self,
@@ -286,6 +330,7 @@ class ForecastingDataModule(pl.LightningDataModule):
         hp = self.hparams
         values, self.channels = read_series(self.csv_path(), hp.date_column, hp.columns)
         borders = split_borders(len(values), hp.seq_len, self.split)
+        require_eval_windows(self.csv_path(), borders, hp.seq_len, hp.pred_len)
         train = values[slice(*borders["train"])]
         self.mean = train.mean(axis=0)
         self.std = train.std(axis=0)

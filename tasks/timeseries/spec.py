@@ -139,6 +139,7 @@ SEER = TaskSpec(
     catalog="zoo_tasks.timeseries.datasets:DATASETS",
     extra_tables="zoo_tasks.timeseries.tables:seer_tables",
     targets=TARGETS,
+    dense_twins=(("seer", "dense"),),
     benchmark=tuple(_row(m, d, h) for d in DATASETS for h in HORIZONS for m in METHODS),
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,

@@ -103,6 +103,7 @@ WESTWORLD = TaskSpec(
     datasets=(),
     extra_tables="zoo_tasks.worldmodel.tables:westworld_tables",
     targets=TARGETS,
+    dense_twins=(("westworld", "dense"),),
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,
     tune_metric=("val/mae", "min"),

@@ -52,27 +52,18 @@ def _output_folder_under_a_file(tmp_path):
     return args, "afile/run", "not writable"
 
 
-def _read_only_output_folder(tmp_path):
-    import os
-
-    if os.geteuid() == 0:
-        pytest.skip("root writes into read-only folders; the file-in-the-way case covers this path")
-    (tmp_path / "ro").mkdir(mode=0o555)
-    return ["fit", "--task", "toy", "--trainer.default_root_dir", "ro/run"], "ro/run", "not writable"
-
-
 def _nan_features(tmp_path):
     (tmp_path / "nandata.py").write_text(NAN_DATA)
     args = ["fit", "--task", "toy", "--data.class_path", "nandata.NaNDigits", "--trainer.default_root_dir", "run"]
     return args, "batch[0]: 1 of 4096 values", "non-finite input features"
 
 
+# A read-only output folder (also as root, through a read-only bind mount): test_reliability_round3_cli.py
 CASES = {
     "not a checkpoint": _not_a_checkpoint,
     "truncated checkpoint": _truncated_checkpoint,
     "checkpoint holding Python objects": _pickled_objects,
     "output folder under a file": _output_folder_under_a_file,
-    "read-only output folder": _read_only_output_folder,
     "NaN in input features": _nan_features,
 }
 

@@ -40,7 +40,10 @@ def test_page_marks_mixed_code_judges_targets_and_includes_notes(tmp_path):
     ]
     page = render_task(_spec(), records, leaderboard_dir=tmp_path)
     assert "| A | 0.850 ± 0.071 (n=2) ◇ ° | 0.700 (n=1) † ° | 0.900 |" in page
-    assert "| moe test/acc ≥ 0.85 | A | 0.850 (n=2) | ✓ |" in page
+    assert (
+        "| moe test/acc ≥ 0.85 | A | 0.850 (n=2) | 2 | +0.0000 [-0.6353, +0.6353] | n too small | not yet judged |"
+        in page
+    )
     assert "| A | moe | moe | test | 2 | 0.50 | 0.90 | 1.50 | 1.00 |" in page
     assert "Run history: the first runs used a smaller model." in page
     assert "- dense on A: 1 epoch" in page and "Published numbers: Paper, Table 1" in page
@@ -116,3 +119,16 @@ def test_page_counts_records_per_cpu_kind(tmp_path):
         "machines: AMD EPYC, 2 cores, AVX2, family 25 model 1 stepping 1: 2; Intel(R) Xeon(R) Processor, 2 cores: 1;"
         in page
     )
+
+
+def test_page_counts_the_moe_method_against_its_dense_twin(tmp_path):
+    """The summary section: each declared (method, dense twin) pair on every dataset both ran, by the pages' rule."""
+    spec = TaskSpec(**{**vars(_spec()), "dense_twins": (("moe", "dense"),), "targets": ()})
+    records = [_rec("moe", v, s, "v1") for s, v in enumerate([0.90, 0.91, 0.92])]
+    records += [_rec("dense", v, s, "v1") for s, v in enumerate([0.80, 0.80, 0.81])]
+    page = render_task(spec, records, leaderboard_dir=tmp_path)
+    assert "## Against the dense twin" in page and "**better / tie / worse: 1 / 0 / 0**" in page
+    assert "| moe | dense | A | 0.910 | 0.803 | 3 | +0.1067 [+0.0923, +0.1210] | better ✓ |" in page
+    one_seed = render_task(spec, records[:1] + records[3:4], leaderboard_dir=tmp_path)
+    assert "**better / tie / worse: 0 / 0 / 0; 1 n too small**" in one_seed
+    assert "## Against the dense twin" not in render_task(_spec(), records, leaderboard_dir=tmp_path)

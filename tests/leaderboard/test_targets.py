@@ -1,11 +1,14 @@
-"""Declared targets judged on records: each verdict follows the metric's direction and says when it can't judge."""
+"""Declared targets judged on records by the pages' one rule (``zoo.leaderboard.compare``): every verdict follows
+the metric's direction, rests on a paired interval with n ≥ 3, keeps the comparison's outcome apart from whether
+the claim is met, and a tie never meets a claim of improvement."""
 
 from __future__ import annotations
 
 import pytest
 
 from zoo.errors import ConfigError
-from zoo.leaderboard.record import RunRecord
+from zoo.leaderboard.compare import BETTER, TIE, TOO_FEW, WORSE
+from zoo.leaderboard.record import RunRecord, read_records
 from zoo.leaderboard.results_table import ResultTable
 from zoo.leaderboard.targets import (
     AtLeast,
@@ -18,7 +21,7 @@ from zoo.leaderboard.targets import (
     WithinOfPublished,
     targets_section,
 )
-from zoo.registry import BenchmarkRow
+from zoo.registry import BenchmarkRow, get_task
 
 
 def _rec(method, dataset, value, seed=0, fold=None, metric="test/acc", **kw) -> RunRecord:
@@ -28,139 +31,180 @@ def _rec(method, dataset, value, seed=0, fold=None, metric="test/acc", **kw) -> 
     )  # fmt: skip
 
 
+def _runs(method, dataset, values, metric="test/acc"):
+    """One record per seed 0, 1, 2, ... with these values."""
+    return [_rec(method, dataset, v, seed=s, metric=metric) for s, v in enumerate(values)]
+
+
 def _table(records, rows=(), higher=("test/acc",)) -> ResultTable:
     return ResultTable(rows, records, higher)
 
 
-def test_at_least_uses_the_metric_direction_and_waits_for_runs():
-    table = _table([_rec("moe", "A", 0.82), _rec("moe", "A", 0.84, seed=1)])
-    assert AtLeast("moe", "A", "test/acc", 0.83).verdicts(table)[0].met is True
-    assert AtLeast("moe", "A", "test/acc", 0.831).verdicts(table)[0].met is False
-    assert AtLeast("moe", "B", "test/acc", 0.5).verdicts(table)[0].met is None
-    lower = _table([_rec("moe", "A", 0.30, metric="test/mse")], higher=())
-    assert AtLeast("moe", "A", "test/mse", 0.31).verdicts(lower)[0].met is True  # lower is better: 0.30 <= 0.31
+def _outcomes(verdicts):
+    return [(v.comparison.outcome if v.comparison else None, v.met) for v in verdicts]
 
 
-def test_beats_best_published_counts_ties_at_the_printed_decimals():
+def test_at_least_is_met_only_when_the_runs_clear_the_bar_beyond_their_interval():
+    table = _table(_runs("moe", "A", [0.82, 0.84, 0.83]))
+    assert _outcomes(AtLeast("moe", "A", "test/acc", 0.80).verdicts(table)) == [(BETTER, True)]
+    assert _outcomes(AtLeast("moe", "A", "test/acc", 0.831).verdicts(table)) == [(TIE, False)]  # a tie: not shown
+    assert _outcomes(AtLeast("moe", "A", "test/acc", 0.90).verdicts(table)) == [(WORSE, False)]
+    assert AtLeast("moe", "B", "test/acc", 0.5).verdicts(table)[0].met is None  # not run
+    short = _table(_runs("moe", "A", [0.82, 0.84]))
+    assert _outcomes(AtLeast("moe", "A", "test/acc", 0.5).verdicts(short)) == [(TOO_FEW, None)]  # n = 2
+    lower = _table(_runs("moe", "A", [0.30, 0.29, 0.31], metric="test/mse"), higher=())
+    assert _outcomes(AtLeast("moe", "A", "test/mse", 0.35).verdicts(lower)) == [(BETTER, True)]  # lower is better
+
+
+def test_beats_best_published_judges_each_cell_at_the_printed_decimals_and_counts_the_met_ones():
     rows = (
         BenchmarkRow("moe", "A", "x.yaml", published={"X:test/mse": 0.300, "Y:test/mse": 0.310}),
         BenchmarkRow("moe", "B", "x.yaml", published={"X:test/mse": 0.200}),
         BenchmarkRow("moe", "C", "x.yaml", published={"X:test/mse": 0.100}),
     )
-    recs = [_rec("moe", "A", 0.3004, metric="test/mse"), _rec("moe", "B", 0.2100, metric="test/mse")]
+    recs = _runs("moe", "A", [0.3004, 0.3002, 0.2996], "test/mse")  # 0.300 at three decimals: a tie, not shown
+    recs += _runs("moe", "B", [0.2100, 0.2110, 0.2090], "test/mse")  # above 0.200: worse
     table = _table(recs, rows, higher=())
     target = BeatsBestPublished("moe", "test/mse", min_cells=2, datasets=("A", "B", "C"))
-    (v,) = target.verdicts(table)
-    assert v.ours.startswith("1 of 2 run (of 3)") and "missed: B" in v.ours
-    assert v.met is None  # C could still make it 2
-    recs.append(_rec("moe", "C", 0.2, metric="test/mse"))
-    assert target.verdicts(_table(recs, rows, higher=()))[0].met is False
+    summary, a, b = target.verdicts(table)
+    assert _outcomes([a, b]) == [(TIE, False), (WORSE, False)]
+    assert summary.ours.startswith("0 of 3 met; missed: A, B") and summary.met is False  # C alone cannot make 2
+    recs += _runs("moe", "C", [0.09, 0.091, 0.089], "test/mse")  # below 0.100 beyond its interval: met
+    summary, *_ = target.verdicts(_table(recs, rows, higher=()))
+    assert summary.ours.startswith("1 of 3 met") and summary.met is False  # 1 of 3 cells met, 2 asked
+    one_seed = _table(_runs("moe", "A", [0.1], "test/mse"), rows, higher=())
+    assert _outcomes(target.verdicts(one_seed)[1:]) == [(TOO_FEW, None)]  # one seed below published: not a win
 
 
-def test_beats_on_average_uses_only_cells_every_method_has():
-    recs = [_rec("moe", "A", 0.9), _rec("dense", "A", 0.8), _rec("moe", "B", 0.1), _rec("dense", "C", 0.99)]
+def test_beats_on_average_pairs_the_runs_of_the_cells_every_method_has():
+    recs = _runs("moe", "A", [0.90, 0.91, 0.92]) + _runs("dense", "A", [0.80, 0.80, 0.81])
+    recs += _runs("moe", "B", [0.1, 0.1, 0.1]) + _runs("dense", "C", [0.99, 0.99, 0.99])  # B, C: not common
     (v,) = BeatsOnAverage("moe", ("dense",), "test/acc").verdicts(_table(recs))
-    assert v.met is True and "better on 1 of 1 cells" in v.ours
-    recs.append(_rec("dense", "B", 0.5))
-    assert BeatsOnAverage("moe", ("dense",), "test/acc").verdicts(_table(recs))[0].met is False  # 0.5 vs 0.65
+    assert _outcomes([v]) == [(BETTER, True)] and v.comparison.n == 3 and v.where == "test/acc: A"
+    tie = _runs("moe", "A", [0.8001, 0.80, 0.8002]) + _runs("dense", "A", [0.80, 0.8001, 0.80])  # +0.0001
+    assert _outcomes(BeatsOnAverage("moe", ("dense",), "test/acc").verdicts(_table(tie))) == [(TIE, False)]
 
 
-def test_within_of_published_and_not_worse_are_per_dataset():
+def test_beats_on_average_against_several_others_is_holm_corrected():
+    recs = _runs("moe", "A", [0.4, 1.0, 1.5, 0.1, 1.3]) + _runs("x", "A", [0.0] * 5)  # alone: better, p ~ 0.03
+    alone = BeatsOnAverage("moe", ("x",), "test/acc").verdicts(_table(recs))
+    assert _outcomes(alone) == [(BETTER, True)]
+    recs += _runs("y", "A", [0.0, 1.0, 2.0, 0.0, 1.5])  # a second baseline, and a tie with it
+    x, y = BeatsOnAverage("moe", ("x", "y"), "test/acc").verdicts(_table(recs))
+    assert _outcomes([x, y]) == [(TIE, False), (TIE, False)] and "(Holm over 2)" in x.where
+
+
+def test_within_of_published_and_not_worse_are_per_dataset_and_a_tie_is_not_shown():
     rows = (BenchmarkRow("dense", "A", "x.yaml", published={"test/return": 800.0}),)
-    recs = [_rec("dense", "A", 730.0, metric="test/return"), _rec("moe", "A", 740.0, metric="test/return")]
+    recs = _runs("dense", "A", [730.0, 732.0, 728.0], "test/return") + _runs(
+        "moe", "A", [740.0, 700.0, 760.0], "test/return"
+    )
     table = _table(recs, rows, higher=("test/return",))
     (v,) = WithinOfPublished("dense", "test/return", 0.10).verdicts(table)
-    assert v.met is True and "-9%" in v.ours
-    assert WithinOfPublished("dense", "test/return", 0.05).verdicts(table)[0].met is False
-    assert NotWorse("moe", "dense", "test/return").verdicts(table)[0].met is True
-    assert NotWorse("dense", "moe", "test/return").verdicts(table)[0].met is False
-
-
-def test_improves_on_fraction_pairs_runs_by_seed_and_fold():
-    recs = [
-        _rec("a+m", "D", 0.9, fold=0), _rec("a", "D", 0.8, fold=0),
-        _rec("a+m", "D", 0.1, fold=1),  # no partner: not compared
-        _rec("b+m", "D", 0.6, fold=0), _rec("b", "D", 0.7, fold=0),
-    ]  # fmt: skip
-    target = ImprovesOnFraction((("a+m", "a"), ("b+m", "b")), "test/acc", 0.5)
-    (v,) = target.verdicts(_table(recs))
-    assert v.ours.startswith("1 of 2 cells") and v.met is True
-    assert "a+m vs a on D: mean Δ +0.1000, better in 1 of 1 runs" in v.ours  # what each cell's verdict rests on
-    assert ImprovesOnFraction((("a+m", "a"), ("b+m", "b")), "test/acc", 0.6).verdicts(_table(recs))[0].met is False
-
-
-@pytest.mark.parametrize("met, mark", [(True, "✓"), (False, "✗")])
-def test_the_section_shows_each_verdict(met, mark):
-    table = _table([_rec("moe", "A", 0.9)])
-    value = 0.5 if met else 0.95
-    lines = targets_section([AtLeast("moe", "A", "test/acc", value)], table)
-    assert lines[0] == "## Targets" and lines[-2].endswith(f"| {mark} |")
-    assert targets_section([], table) == []
+    assert _outcomes([v]) == [(BETTER, True)] and "(-9%)" in v.ours  # every run within 10 %: -8.5 to -9 %
+    assert _outcomes(WithinOfPublished("dense", "test/return", 0.05).verdicts(table)) == [(WORSE, False)]
+    assert _outcomes(NotWorse("moe", "dense", "test/return").verdicts(table)) == [(TIE, False)]
+    assert _outcomes(NotWorse("dense", "moe", "test/return").verdicts(table)) == [(TIE, False)]
+    clear = _table(_runs("a", "A", [1.0, 1.1, 0.9]) + _runs("b", "A", [2.0, 2.1, 1.9]))
+    assert _outcomes(NotWorse("a", "b", "test/acc").verdicts(clear)) == [(WORSE, False)]
 
 
 def test_within_of_published_reads_negative_published_values_the_right_way_round():
     rows = (BenchmarkRow("dense", "A", "x.yaml", published={"test/return": -100.0}),)
-    recs = [_rec("dense", "A", -105.0, metric="test/return")]
+    recs = _runs("dense", "A", [-105.0, -104.0, -106.0], "test/return")  # 5 % below
     table = _table(recs, rows, higher=("test/return",))
-    assert WithinOfPublished("dense", "test/return", 0.10).verdicts(table)[0].met is True  # 5% below
-    recs = [_rec("dense", "A", -50.0, metric="test/return")]  # better than published: met
-    assert WithinOfPublished("dense", "test/return", 0.10).verdicts(_table(recs, rows, ("test/return",)))[0].met
+    assert WithinOfPublished("dense", "test/return", 0.10).verdicts(table)[0].met is True
+    better = _runs("dense", "A", [-50.0, -51.0, -49.0], "test/return")  # above published: met
+    assert WithinOfPublished("dense", "test/return", 0.10).verdicts(_table(better, rows, ("test/return",)))[0].met
     zero = (BenchmarkRow("dense", "A", "x.yaml", published={"test/return": 0.0}),)
     assert WithinOfPublished("dense", "test/return", 0.10).verdicts(_table(recs, zero, ("test/return",))) == []
 
 
-def test_beats_by_a_margin_over_the_best_of_several_baselines():
-    recs = [
-        _rec("moe", "A", 33.0, metric="test/psnr"), _rec("moe", "A", 33.2, seed=1, metric="test/psnr"),
-        _rec("mlp", "A", 31.0, metric="test/psnr"), _rec("hex", "A", 32.5, metric="test/psnr"),  # best: hex
-        _rec("moe", "B", 30.0, metric="test/psnr"), _rec("mlp", "B", 29.8, metric="test/psnr"),  # hex not run on B
-        _rec("moe", "C", 40.0, metric="test/psnr"),  # no baseline: not judged
-    ]  # fmt: skip
+def test_improves_on_fraction_counts_the_cells_the_rule_calls_better():
+    recs = _runs("a+m", "D", [0.9, 0.91, 0.92]) + _runs("a", "D", [0.8, 0.8, 0.81])  # better
+    recs += _runs("b+m", "D", [0.7, 0.69, 0.72]) + _runs("b", "D", [0.7, 0.71, 0.70])  # +0.0000: a tie
+    recs.append(_rec("a+m", "D", 0.1, seed=7))  # no partner: not compared
+    target = ImprovesOnFraction((("a+m", "a"), ("b+m", "b")), "test/acc", 0.5)
+    share, a, b = target.verdicts(_table(recs))
+    assert _outcomes([a, b]) == [(BETTER, True), (TIE, False)] and a.comparison.n == 3
+    assert share.ours == "1 of 2 cells better (50%)" and share.met is True and share.outcome == "1 better, 1 tie"
+    assert ImprovesOnFraction((("a+m", "a"), ("b+m", "b")), "test/acc", 0.6).verdicts(_table(recs))[0].met is False
+    single = ImprovesOnFraction((("b+m", "b"),), "test/acc", 1.0, label="B > b").verdicts(_table(recs))
+    assert [(v.target, v.met, v.comparison.outcome) for v in single] == [("B > b", False, TIE)]  # one cell, one row
+
+
+def test_beats_by_a_margin_compares_each_baseline_paired_and_holm_corrected():
+    recs = _runs("moe", "A", [33.0, 33.2, 33.1], "test/psnr")
+    recs += _runs("mlp", "A", [31.0, 31.1, 30.9], "test/psnr") + _runs("hex", "A", [32.5, 32.5, 32.6], "test/psnr")
     table = _table(recs, higher=("test/psnr",))
-    a, b = BeatsBy("moe", ("mlp", "hex"), "test/psnr", margin=0.5).verdicts(table)
-    assert (a.where, a.met, b.where, b.met) == ("A", True, "B", False)  # 33.1 >= 32.5 + 0.5; 30.0 < 29.8 + 0.5
-    assert a.target == "moe test/psnr ≥ best of mlp, hex + 0.5"
-    assert a.ours == "33.10 (n=2); best hex 32.50 (n=1); +0.600 over best"
-    assert "best mlp" in b.ours and b.ours.endswith("+0.200 over best")
-    assert BeatsBy("moe", ("mlp", "hex"), "test/psnr", margin=0.7).verdicts(table)[0].met is False
-    assert BeatsBy("moe", ("mlp", "hex"), "test/psnr", margin=0.6).verdicts(table)[0].met is True  # exactly: met
+    mlp, hexplane = BeatsBy("moe", ("mlp", "hex"), "test/psnr", margin=0.5).verdicts(table)
+    assert mlp.target == "moe test/psnr ≥ mlp + 0.5" and mlp.where == "A (Holm over 2)"
+    assert _outcomes([mlp, hexplane]) == [(BETTER, True), (TIE, False)]  # 33.1 - 32.53 - 0.5 ~ 0.07: a tie
+    assert mlp.ours == "33.10 (n=3) vs mlp 31.00 (n=3)"
+    assert _outcomes(BeatsBy("moe", ("mlp",), "test/psnr", margin=3.0).verdicts(table)) == [(WORSE, False)]
+    not_worse = BeatsBy("moe", ("hex",), "test/psnr", margin=-0.5).verdicts(table)  # 33.1 - 32.53 + 0.5: better
+    assert _outcomes(BeatsBy("moe", ("hex",), "test/psnr").verdicts(table)) == [(BETTER, True)]
+    assert not_worse[0].met is True
 
 
-def test_beats_by_follows_a_lower_is_better_metric():
-    recs = [_rec("moe", "A", 0.20, metric="test/mse"), _rec("x", "A", 0.30, metric="test/mse"),
-            _rec("y", "A", 0.25, metric="test/mse")]  # fmt: skip
+def test_beats_by_follows_a_lower_is_better_metric_and_a_ratio():
+    recs = _runs("moe", "A", [0.20, 0.21, 0.19], "test/mse") + _runs("x", "A", [0.30, 0.30, 0.31], "test/mse")
     table = _table(recs, higher=())
-    (v,) = BeatsBy("moe", ("x", "y"), "test/mse", margin=0.05).verdicts(table)
-    assert v.met is True and v.target == "moe test/mse ≤ best of x, y − 0.05" and "best y 0.250" in v.ours
-    assert BeatsBy("moe", ("x", "y"), "test/mse", margin=0.06).verdicts(table)[0].met is False
-    assert BeatsBy("moe", ("x", "y"), "test/mse", ratio=1.25).verdicts(table)[0].met is True  # 0.20 <= 0.25 / 1.25
-    (r,) = BeatsBy("moe", ("x", "y"), "test/mse", ratio=1.3).verdicts(table)
-    assert r.met is False and r.target == "moe test/mse ≤ best of x, y / 1.3" and r.ours.endswith("0.80× best")
-    worse = _table([*recs, _rec("z", "A", 0.1, metric="test/mse")], higher=())
-    assert BeatsBy("moe", ("x", "z"), "test/mse").verdicts(worse)[0].met is False  # margin 0: not worse than z
+    (v,) = BeatsBy("moe", ("x",), "test/mse", margin=0.05).verdicts(table)
+    assert v.target == "moe test/mse ≤ x − 0.05" and _outcomes([v]) == [(BETTER, True)]
+    (r,) = BeatsBy("moe", ("x",), "test/mse", ratio=1.5).verdicts(table)  # 0.20 ≤ 0.303 / 1.5 = 0.202: a tie
+    assert r.target == "moe test/mse ≤ x / 1.5" and _outcomes([r]) == [(TIE, False)]  # a ratio claims a gain
 
 
 def test_beats_by_a_ratio_and_when_it_cannot_judge():
-    recs = [_rec("sphere", "S", 0.3), _rec("sphere", "S", 0.4, seed=1), _rec("moe", "S", 0.2)]
-    table = _table(recs)
-    (v,) = BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(table)
-    assert v.met is True and v.target == "sphere test/acc ≥ 1.5× moe" and v.ours.endswith("1.75× best")
-    assert BeatsBy("sphere", ("moe",), "test/acc", ratio=1.8).verdicts(table)[0].met is False
-    exact = _table([_rec("sphere", "S", 0.3), _rec("moe", "S", 0.2)])  # 0.2 * 1.5 = 0.30000000000000004
-    assert BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(exact)[0].met is True
-    ratio = BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5)
-    (z,) = ratio.verdicts(_table([_rec("sphere", "S", 0.3), _rec("moe", "S", 0.0)]))
-    assert z.met is True and z.ours.endswith("best is 0: ours > 0 counts")
-    assert ratio.verdicts(_table([_rec("sphere", "S", 0.0), _rec("moe", "S", 0.0)]))[0].met is False  # no gain
-    (neg,) = ratio.verdicts(_table([_rec("sphere", "S", 0.3), _rec("moe", "S", -0.5)]))
+    recs = _runs("sphere", "S", [0.36, 0.35, 0.37]) + _runs("moe", "S", [0.35, 0.36, 0.36])
+    (v,) = BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(_table(recs))
+    assert v.target == "sphere test/acc ≥ 1.5× moe" and _outcomes([v]) == [(WORSE, False)]  # 1.00x
+    assert v.comparison.mean == pytest.approx(0.36 - 1.5 * (0.35 + 0.36 + 0.36) / 3)
+    zero = _runs("sphere", "S", [0.0, 0.0, 0.0]) + _runs("moe", "S", [0.0, 0.0, 0.0])
+    assert _outcomes(BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(_table(zero))) == [(TIE, False)]
+    negative = _runs("sphere", "S", [0.3, 0.3, 0.3]) + _runs("moe", "S", [-0.5, -0.5, -0.4])
+    (neg,) = BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(_table(negative))
     assert neg.met is None and "ratio undefined" in neg.ours
-    (empty,) = BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(_table([_rec("moe", "S", 0.2)]))
+    (empty,) = BeatsBy("sphere", ("moe",), "test/acc", ratio=1.5).verdicts(_table(_runs("moe", "S", [0.2])))
     assert empty.met is None and empty.ours == "no cells with runs yet"
     assert targets_section([BeatsBy("sphere", ("moe",), "test/acc", label="claim")], _table([]))[-2] == (
-        "| claim | test/acc | no cells with runs yet | not yet judged |"
+        "| claim | test/acc | no cells with runs yet | — | — | — | not yet judged |"
     )
     with pytest.raises(ConfigError, match="BeatsBy"):
         BeatsBy("sphere", ("moe",), "test/acc", margin=0.1, ratio=1.5)
+
+
+def test_within_of_cell_compares_a_cell_with_another_rows_cell():
+    recs = _runs("unified", "IR+RGB", [0.30, 0.31, 0.29], "test/ir/AP") + _runs(
+        "single", "IR", [0.315] * 3, "test/ir/AP"
+    )
+    table = _table(recs, higher=("test/ir/AP",))
+    (v,) = WithinOfCell("unified", "IR+RGB", "single", "IR", "test/ir/AP", margin=0.01).verdicts(table)
+    assert v.target == "unified test/ir/AP ≥ single (IR) − 0.01" and v.where == "IR+RGB"
+    assert _outcomes([v]) == [(TIE, False)]  # 0.30 - 0.315 + 0.01 = -0.005 ± 0.025: not shown
+    far = WithinOfCell("unified", "IR+RGB", "single", "IR", "test/ir/AP", margin=0.0).verdicts(
+        _table(_runs("unified", "IR+RGB", [0.20, 0.21, 0.19], "test/ir/AP") + recs[3:], higher=("test/ir/AP",))
+    )
+    assert _outcomes(far) == [(WORSE, False)]
+    assert WithinOfCell("u", "A", "s", "C", "test/mse").verdicts(_table([], higher=()))[0].met is None
+
+
+def test_the_section_shows_n_the_gain_its_interval_the_outcome_and_the_claim():
+    table = _table(_runs("moe", "A", [0.90, 0.91, 0.92]) + _runs("dense", "A", [0.905, 0.91, 0.915]))
+    lines = targets_section(
+        [AtLeast("moe", "A", "test/acc", 0.5), BeatsOnAverage("moe", ("dense",), "test/acc")], table
+    )
+    assert lines[0] == "## Targets" and "| target | where | ours | n | Δ [95 % CI] | outcome | claim |" in lines
+    assert lines[-3] == "| moe test/acc ≥ 0.5 | A | 0.910 (n=3) | 3 | +0.4100 [+0.3852, +0.4348] | better ✓ | met |"
+    # a claim at a tie: outcome "tie =", the claim "not shown (tie)", never ✓ (a strict claim or a bar alike)
+    assert lines[-2] == (
+        "| moe > dense on average | test/acc: A | moe 0.910 vs dense 0.910 | 3 | +0.0000 [-0.0124, +0.0124] | tie = "
+        "| not shown (tie) |"
+    )
+    at_the_bar = targets_section([AtLeast("moe", "A", "test/acc", 0.91)], table)[-2]
+    assert at_the_bar.endswith("| tie = | not shown (tie) |") and "✓" not in at_the_bar
+    assert targets_section([], table) == []
 
 
 def test_numbers_keep_their_meaningful_decimals_and_a_std_follows_its_mean():
@@ -172,12 +216,28 @@ def test_numbers_keep_their_meaningful_decimals_and_a_std_follows_its_mean():
     assert mean_std([0.5, 0.7]) == "0.600 ± 0.141 (n=2)"
 
 
-def test_within_of_cell_compares_a_cell_with_another_rows_cell():
-    recs = [_rec("unified", "IR+RGB", 0.30, metric="test/ir/AP"), _rec("single", "IR", 0.315, metric="test/ir/AP")]
-    table = _table(recs, higher=("test/ir/AP",))
-    (v,) = WithinOfCell("unified", "IR+RGB", "single", "IR", "test/ir/AP", margin=0.01).verdicts(table)
-    assert v.met is False and v.target == "unified test/ir/AP ≥ single (IR) − 0.01" and v.where == "IR+RGB"
-    assert WithinOfCell("unified", "IR+RGB", "single", "IR", "test/ir/AP", margin=0.02).verdicts(table)[0].met
-    lower = _table([_rec("u", "A", 0.51, metric="test/mse"), _rec("s", "B", 0.50, metric="test/mse")], higher=())
-    assert WithinOfCell("u", "A", "s", "B", "test/mse", margin=0.01).verdicts(lower)[0].met is True  # 0.51 <= 0.51
-    assert WithinOfCell("u", "A", "s", "C", "test/mse").verdicts(lower)[0].met is None
+def _committed(task: str) -> ResultTable:
+    records = read_records(task)
+    if not records:
+        pytest.skip(f"no committed {task} records")
+    spec = get_task(task)
+    return ResultTable(spec.benchmark, records, spec.higher_is_better)
+
+
+def test_committed_dygmoce_records_make_the_zero_difference_a_tie():
+    """Issue 57: DyGMoCE vs its dense twin at +0.0000 transductive AP was marked ✓."""
+    spec, table = get_task("dygmoce"), _committed("dygmoce")
+    (v,) = next(t for t in spec.targets if getattr(t, "label", "").startswith("DyGMoCE > dense twin, trans")).verdicts(
+        table
+    )
+    assert v.comparison.outcome == TIE and v.met is False and v.comparison.delta().startswith("+0.0000 [")
+
+
+def test_committed_c2gmoe_records_do_not_call_a_difference_of_0_0001_a_win():
+    """Issue 57: "c2gmoe_tuned > gcn_tuned" was marked ✓ at +0.0001 accuracy."""
+    spec, table = get_task("c2gmoe"), _committed("c2gmoe")
+    target = next(t for t in spec.targets if isinstance(t, BeatsOnAverage) and t.method == "c2gmoe_tuned")
+    (v,) = target.verdicts(table)
+    assert v.comparison.outcome != BETTER and v.met is not True
+    (row,) = [line for line in targets_section([target], table) if line.startswith("| c2gmoe_tuned")]
+    assert "✓" not in row and row.endswith("| not shown (tie) |")

@@ -56,9 +56,14 @@ def check_free_space(folder: Path, needed: int) -> None:
 
 
 class AtomicModelCheckpoint(ModelCheckpoint):
-    """``ModelCheckpoint`` whose files are written atomically (:func:`atomic_save`) and which checks, when fitting
+    """``ModelCheckpoint`` whose files are written atomically (:func:`atomic_save`), which checks, when fitting
     starts, that the folder has room for the files it will hold (``last.ckpt``, the best one, and the temporary
-    copy a save needs), instead of finding out after an epoch."""
+    copy a save needs), instead of finding out after an epoch, and which writes ``last.ckpt`` at the end of every
+    training epoch (``save_last=True``).
+
+    Lightning's ``ModelCheckpoint`` (2.x) writes ``last.ckpt`` only in a step where it saved a top-k checkpoint
+    too: with a ``monitor``, an epoch that does not improve it leaves ``last.ckpt`` at the last improving epoch,
+    and ``--ckpt_path last`` would train the epochs since then again."""
 
     @property
     def state_key(self) -> str:
@@ -70,6 +75,13 @@ class AtomicModelCheckpoint(ModelCheckpoint):
         if str(getattr(stage, "value", stage)) == "fit" and self.dirpath and trainer.is_global_zero:
             files = (1 if self.save_last else 0) + max(self.save_top_k, 0) + 1
             check_free_space(Path(self.dirpath), files * checkpoint_bytes(pl_module))
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        super().on_train_epoch_end(trainer, pl_module)
+        # The epoch's validation has run by now (Lightning validates before this hook), so the saves Lightning
+        # made for it are done; when none of them wrote last.ckpt at this step, write it here.
+        if self.save_last and not self._should_skip_saving_checkpoint(trainer):
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 
     def _save_checkpoint(self, trainer: pl.Trainer, filepath: str) -> None:
         atomic_save(trainer, filepath, self.save_weights_only)

@@ -15,14 +15,34 @@ from zoo.errors import ConfigError
 LOADING_KEYS = frozenset({"num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "data_dir", "root"})
 
 
+# How every file ``torch.save`` writes begins: a zip archive (the default since PyTorch 1.6), or the pickled magic
+# number of the legacy format (``torch.serialization.MAGIC_NUMBER`` pickled with protocol 2).
+ZIP_START = b"PK\x03\x04"
+LEGACY_START = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"
+NOT_A_CHECKPOINT = (
+    "not a checkpoint: it is not a PyTorch checkpoint file at all (neither a torch.save zip archive nor a legacy "
+    "PyTorch file); pass a .ckpt file that `zoo fit` wrote (in <run folder>/checkpoints/)"
+)
+
+
+def looks_like_torch_file(path: Path) -> bool:
+    """Whether ``path`` begins as every file ``torch.save`` writes does (a damaged one may still fail to load)."""
+    with open(path, "rb") as f:
+        start = f.read(len(LEGACY_START))
+    return start.startswith(ZIP_START) or start == LEGACY_START
+
+
 def load_checkpoint(path: str | Path, flag: str = "--ckpt_path") -> dict[str, Any]:
-    """``torch.load(path, weights_only=True)`` with one-line errors: a missing file, a file that is not a
-    checkpoint, a truncated one, or one holding arbitrary Python objects (which is refused, not unpickled)."""
+    """``torch.load(path, weights_only=True)`` with one-line errors: a missing file, a file that is no PyTorch file
+    at all (random bytes, text), a damaged or truncated one, or one holding arbitrary Python objects (which is
+    refused, not unpickled)."""
     import torch
 
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{flag} {path}: no such file")
+    if not looks_like_torch_file(path):
+        raise ConfigError(f"{flag} {path}: {NOT_A_CHECKPOINT}")
     try:
         ckpt = torch.load(path, weights_only=True, map_location="cpu", mmap=zipfile.is_zipfile(path))
     except pickle.UnpicklingError as exc:

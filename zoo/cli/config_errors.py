@@ -138,7 +138,13 @@ def user_error_in(exc: BaseException | None) -> BaseException | None:
 
 class ZooArgumentParser(LightningArgumentParser):
     """``LightningArgumentParser`` whose user-facing errors raise :class:`ConfigError` with :func:`short_message`
-    (printed by ``zoo`` without a traceback); inner parsers that jsonargparse probes with keep their behaviour."""
+    (printed by ``zoo`` without a traceback); inner parsers that jsonargparse probes with keep their behaviour.
+    Options are never abbreviated (``--trainer.max_epoch`` is an unknown option, not ``--trainer.max_epochs``):
+    an abbreviation accepted silently hides a typo."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)  # the subcommands' parsers copy it from the main parser
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str, ex: Exception | None = None):
         from jsonargparse._common import debug_mode_active

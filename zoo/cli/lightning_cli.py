@@ -5,6 +5,7 @@ checkpoint loading, short config errors and a summary at the end of every fit.""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import sys
@@ -27,8 +28,10 @@ from zoo.callbacks.run_metadata import RunMetadata
 from zoo.cli import run_dir as runs
 from zoo.cli.checkpoint_check import check_identity, check_state_dict, load_checkpoint, run_identity
 from zoo.cli.config_errors import ZooArgumentParser, user_error_in
+from zoo.cli.dataset_name import name_user_dataset
 from zoo.cli.model_shapes import data_shapes, fill_model_shapes
 from zoo.cli.quiet import quiet_third_party
+from zoo.cli.settings_check import check_fit_length, check_learning_rates, check_more_to_train
 from zoo.cli.summary import fit_summary
 from zoo.errors import ConfigError
 
@@ -54,8 +57,33 @@ def _say(message: str, err: bool = False) -> None:
         print(message, file=sys.stderr if err else sys.stdout, flush=True)
 
 
+LOGS = "lightning_logs"
+
+
 def _version_dirs(root: Path) -> set[Path]:
-    return set((root / "lightning_logs").glob("version_*"))
+    return set((root / LOGS).glob("version_*"))
+
+
+def _missing_dirs(root: Path) -> list[Path]:
+    """``root``'s folders that do not exist yet, deepest first, and the log and checkpoint folders inside it."""
+    missing = [d for d in (root / LOGS, root / runs.CHECKPOINTS) if not d.exists()]
+    for folder in (root, *root.parents):
+        if folder.exists():
+            break
+        missing.append(folder)
+    return missing
+
+
+def _trains_nothing(model: Any) -> bool:
+    """Whether the configured model class declares ``trains_nothing = True``: a baseline that is fitted with
+    ``max_epochs: 0`` and only tested (EdgeBank), for which a fit of 0 epochs is what it means."""
+    path = model.get("class_path") if hasattr(model, "get") else None
+    module, _, name = str(path or "").rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), name) if module else None
+    except ImportError:
+        return False
+    return bool(getattr(cls, "trains_nothing", False))
 
 
 class ZooCLI(LightningCLI):
@@ -79,6 +107,7 @@ class ZooCLI(LightningCLI):
         self._root: Path | None = None
         self._created: Path | None = None  # the run folder this process made (removed again if the start fails)
         self._versions_before: set[Path] = set()
+        self._missing_before: list[Path] = []  # folders a failed start made and leaves behind empty: removed again
         self._set_env = False
         self._ckpt_shapes: tuple[Path, dict] | None = None
         self._run_key = ""
@@ -101,6 +130,27 @@ class ZooCLI(LightningCLI):
             if self._set_env:
                 os.environ.pop(runs.RUN_DIR_ENV, None)
 
+    # -- the settings, checked before anything is built ------------------------------------------------------
+    def parse_arguments(self, parser: Any, args: Any) -> None:
+        super().parse_arguments(parser, args)
+        subcommand = self.config.get("subcommand")
+        config = self.config[subcommand] if subcommand else self.config
+        if config.get("data") is not None:
+            name_user_dataset(config.data)
+        if subcommand in (None, "fit"):  # without a subcommand (`run=False`), the caller fits (zoo reproduce)
+            self._check_fit_settings(config)
+
+    @staticmethod
+    def _check_fit_settings(config: Any) -> None:
+        """One line, before any folder is made, for settings a fit cannot run with."""
+        model, optimizer = config.get("model"), config.get("optimizer")
+        if hasattr(model, "get"):
+            check_learning_rates(model.get("init_args"), "model.init_args")
+        if hasattr(optimizer, "get"):
+            check_learning_rates(optimizer.get("init_args"), "optimizer.init_args")
+        if config.get("trainer") is not None and not _trains_nothing(model):
+            check_fit_length(config.trainer)
+
     # -- where the run writes and what it resumes ------------------------------------------------------------
     def _parse_ckpt_path(self) -> None:
         subcommand = self.config.get("subcommand")
@@ -117,6 +167,8 @@ class ZooCLI(LightningCLI):
         if ckpt is not None:
             loaded = load_checkpoint(ckpt)
             check_identity(loaded.get(IDENTITY_KEY), run_identity(config, self._run_key), ckpt, subcommand == "fit")
+            if subcommand == "fit":
+                check_more_to_train(loaded, config.trainer, Path(runs.shown(ckpt)), config.get("config") or [])
             shapes = {k: tuple(v.shape) for k, v in loaded["state_dict"].items() if hasattr(v, "shape")}
             self._ckpt_shapes = (ckpt, shapes)
             del loaded
@@ -130,6 +182,7 @@ class ZooCLI(LightningCLI):
             os.environ[runs.RUN_DIR_ENV], self._set_env = str(root), True
         self._root = Path(root)
         config.trainer.default_root_dir = str(root)
+        self._missing_before = _missing_dirs(self._root)
         runs.ensure_writable(self._root)
         self._versions_before = _version_dirs(self._root)
         _say(f"zoo: run folder {runs.shown(self._root)}")
@@ -179,6 +232,9 @@ class ZooCLI(LightningCLI):
             return
         for version in _version_dirs(self._root) - self._versions_before:
             shutil.rmtree(version, ignore_errors=True)
+        for folder in self._missing_before:  # deepest first: a folder emptied above goes too
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
 
     # -- the model's shapes from the data ---------------------------------------------------------------------
     def _subconfig(self) -> Any:

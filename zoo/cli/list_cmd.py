@@ -29,6 +29,31 @@ def _dataset(name: str) -> str:
     return name
 
 
+def _where(name: str) -> str:
+    """Whether dataset ``name`` is on this machine and where, else where it would be downloaded from or what to do
+    (``zoo.data.resolve.locate``: existence checks only, nothing hashed or fetched)."""
+    from zoo.data.resolve import locate
+
+    try:
+        return locate(name).describe()
+    except ZooError as exc:
+        return f"[NOT REGISTERED: {str(exc).splitlines()[0]}]"
+
+
+def _catalog_names(target: str) -> list[str]:
+    try:
+        return [spec.name for spec in load_object(target)]
+    except Exception:  # noqa: BLE001 - _catalog reports the failure
+        return []
+
+
+def _shown_datasets(spec: TaskSpec, named_by_tasks: set[str]) -> list[str]:
+    """The datasets a task reads, then those its catalog registers that no task names (read without the
+    catalogue's lookup, e.g. bundled with a library), each once."""
+    extra = [name for name in _catalog_names(spec.catalog) if name not in named_by_tasks] if spec.catalog else []
+    return list(dict.fromkeys([*spec.datasets, *extra]))
+
+
 def _catalog(target: str) -> str:
     """The dataset names a catalog registers, or why it does not load."""
     try:
@@ -49,10 +74,17 @@ def _configs(spec: TaskSpec) -> str:
 
 
 def list_tasks(argv: list[str]) -> int:
+    """Print every registered task (its models, datasets and whether they are on this machine, configs and
+    benchmark programs), then the routers."""
     if argv and argv[0] in ("-h", "--help"):
-        print("usage: zoo list [--no-routers]\n\nRegistered tasks, their datasets and configs, and the routers.")
+        print(
+            "usage: zoo list [--no-routers]\n\nRegistered tasks, their datasets (and whether each is on this "
+            "machine, would be downloaded or must be fetched by hand) and configs, and the routers."
+        )
         return 0
-    for load in discover():
+    loads = discover()
+    named_by_tasks = {name for load in loads if load.spec is not None for name in load.spec.datasets}
+    for load in loads:
         if load.spec is None:
             print(f"{load.name}  [FAILED TO LOAD: {load.target}]\n    error: {load.error}")
             continue
@@ -68,6 +100,10 @@ def list_tasks(argv: list[str]) -> int:
         if spec.catalog:
             print(f"    catalog:  {spec.catalog} ({_catalog(spec.catalog)})")
         print(f"    configs:  {_configs(spec)}")
+        shown = _shown_datasets(spec, named_by_tasks)
+        print("    data on this machine:" + ("" if shown else " nothing to fetch (the task names no dataset)"))
+        for name in shown:
+            print(f"      {name}: {_where(name)}")
         print(f"    benchmark rows: {len(spec.benchmark)}")
         for name, target in spec.benchmarks.items():
             print(f"    bench {name}: {target}")

@@ -17,6 +17,7 @@ CHECKPOINTS = "checkpoints"
 # Set by the process that picked a fresh run folder, so that DDP workers (which re-run the command line) and the
 # main process write into the same one.
 RUN_DIR_ENV = "ZOO_RUN_DIR"
+ELSEWHERE = "run zoo from a writable folder, or pass --trainer.default_root_dir DIR to write the run elsewhere"
 
 
 def _safe_name(part: str) -> str:
@@ -49,7 +50,7 @@ def new_run_dir(key: str, root: Path = RUNS) -> Path:
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ConfigError(f"cannot create run folder {parent}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot create run folder {parent}: {exc.strerror or exc}; {ELSEWHERE}") from None
     for n in range(1, 1000):
         folder = parent / (stamp if n == 1 else f"{stamp}-{n}")
         try:
@@ -58,7 +59,7 @@ def new_run_dir(key: str, root: Path = RUNS) -> Path:
         except FileExistsError:
             continue
         except OSError as exc:
-            raise ConfigError(f"cannot create run folder {folder}: {exc.strerror or exc}") from None
+            raise ConfigError(f"cannot create run folder {folder}: {exc.strerror or exc}; {ELSEWHERE}") from None
     raise ConfigError(f"cannot create a run folder under {parent}: too many runs this second")
 
 

@@ -45,7 +45,15 @@ def fit_summary(
     lines = [f"zoo: fit done: {trainer.current_epoch} epochs, {trainer.global_step} steps, {wall_s:.1f} s"]
     tracker = next((cb for cb in trainer.callbacks if isinstance(cb, BestMetric)), None)
     ckpt = best_checkpoint(trainer)
-    where = f": {shown(Path(ckpt))}" if ckpt else " (no checkpoint: checkpointing is off)"
+    untrained = bool(getattr(model, "trains_nothing", False))  # tested only (EdgeBank): 0 epochs, no checkpoint
+    if ckpt:
+        where = f": {shown(Path(ckpt))}"
+    elif untrained:
+        where = " (nothing to train: no checkpoint)"
+    elif trainer.checkpoint_callback is None:
+        where = " (no checkpoint: checkpointing is off)"
+    else:
+        where = " (no checkpoint written: no epoch finished)"
     if tracker is not None and tracker.best is not None:
         lines.append(f"  best {tracker.monitor} {tracker.best:.4g} (epoch {tracker.best_epoch}){where}")
     elif tracker is not None and tracker.last:
@@ -56,10 +64,11 @@ def fit_summary(
         lines.append(f"  test: {_fmt(test_metrics) or 'no test metrics logged'}")
     elif has_test_split(datamodule, model):
         config = Path(log_dir or root) / "config.yaml"
-        if ckpt and config.is_file():
-            command = ["zoo", "test", "--config", shown(config), "--ckpt_path", shown(Path(ckpt))]
+        if (ckpt or untrained) and config.is_file():
+            weights = shown(Path(ckpt)) if ckpt else "none"
+            command = ["zoo", "test", "--config", shown(config), "--ckpt_path", weights]
             lines.append(f"  test metrics: {shlex.join(command)}")
-        elif not ckpt:
+        elif trainer.checkpoint_callback is None:
             lines.append("  test metrics: rerun with --trainer.enable_checkpointing true, then `zoo test --ckpt_path`")
     logs = f" (logs: {shown(Path(log_dir))})" if log_dir else ""
     lines.append(f"  run folder: {shown(root)}{logs}")

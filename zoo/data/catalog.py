@@ -42,6 +42,8 @@ class DatasetSpec:
             a plugin's ``datasets.py`` passes its own ``__package__``.
         checksum_file: file name in that folder; default ``<name>.sha256``.
         extra_checksums: relative path -> sha256 added to (or replacing) the file's entries.
+        bundled: ``"package:folder"`` when the files ship inside an installed Python package (scikit-learn's
+            digits): looked for there after the data dir and the mirror, never downloaded; "" otherwise.
     """
 
     name: str
@@ -50,6 +52,7 @@ class DatasetSpec:
     package: str = ""
     checksum_file: str = ""
     extra_checksums: dict[str, str] = field(default_factory=dict)
+    bundled: str = ""
 
     @property
     def checksums(self) -> dict[str, str]:

@@ -16,12 +16,14 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from zoo.leaderboard.compare import BETTER, TIE, TOO_FEW, WORSE, cpu_note, holm, paired
 from zoo.leaderboard.cpu_identity import machine_counts
 from zoo.leaderboard.record import RunRecord, results_dir
 
 MATRIX_TASK = "router_matrix"
 DENSE = "dense"
 NOT_APPLICABLE = "not_applicable.jsonl"
+NO_BETTER = "**no router is better than the dense twin**"
 
 
 def read_not_applicable(root: Path | None = None) -> dict[tuple[str, str], str]:
@@ -63,34 +65,36 @@ def _mean_std(values: Sequence[float]) -> tuple[float, float, int]:
     return statistics.fmean(finite), statistics.stdev(finite) if len(finite) > 1 else 0.0, len(finite)
 
 
-def _interval(stat: tuple[float, float, int]) -> tuple[float, float]:
-    """mean ± 1 standard error (std / sqrt(n))."""
-    mean, std, n = stat
-    se = std / math.sqrt(n)
-    return mean - se, mean + se
+def _seed_values(records: Sequence[RunRecord], metric: str) -> dict[tuple[int, int | None], float]:
+    """(seed, fold) -> finite value of ``metric`` of one cell's records."""
+    values = {(rec.seed, rec.fold): rec.metrics.get(metric, math.nan) for rec in records}
+    return {key: v for key, v in values.items() if math.isfinite(v)}
 
 
-def _versus_dense(stats: Mapping[str, tuple[float, float, int]], higher: bool) -> str:
-    """Which routers beat / trail the dense twin with non-overlapping ±1 s.e. intervals (issue 26's test); a cell of
-    one run has no standard error, so it is named but not judged."""
-    if DENSE not in stats or stats[DENSE][2] < 2 or len(stats) < 2:
+def versus_dense(cells: Mapping[str, Sequence[RunRecord]], metric: str, higher: bool) -> str:
+    """Each router against the dense twin of its row by ``zoo.leaderboard.compare``: paired by seed, 95 % t-interval
+    of the mean gain, Holm-corrected over the row's routers (8-9 comparisons a row: unadjusted, about one false
+    "better" a row by chance alone at n = 3 with the old non-overlap of ±1 s.e.); fewer than 3 seed pairs: n too
+    small. ``cells``: column -> the row's records of that column."""
+    dense = _seed_values(cells.get(DENSE, []), metric)
+    routers = [c for c in sorted(cells) if c != DENSE and _seed_values(cells[c], metric)]
+    if not dense or not routers:
         return "not enough cells run"
-    lo_d, hi_d = _interval(stats[DENSE])
-    better, worse, unjudged = [], [], []
-    for column, stat in sorted(stats.items()):
-        if column == DENSE or not stat[2]:
-            continue
-        if stat[2] < 2:
-            unjudged.append(column)
-            continue
-        lo, hi = _interval(stat)
-        if (lo > hi_d) if higher else (hi < lo_d):
-            better.append(column)
-        elif (hi < lo_d) if higher else (lo > hi_d):
-            worse.append(column)
-    said = f"beat the dense twin: {', '.join(better)}" if better else "**no router beats the dense twin**"
-    said += f"; behind it: {', '.join(worse)}" if worse else "; none is behind it"
-    return said + (f" (one run so far, not judged: {', '.join(unjudged)})" if unjudged else "")
+    comparisons = []
+    for column in routers:
+        ours = _seed_values(cells[column], metric)
+        keys = set(ours) & set(dense)
+        paired_runs = [[r for r in cells[c] if (r.seed, r.fold) in keys] for c in (column, DENSE)]
+        note = cpu_note(*paired_runs)
+        comparisons.append(paired(ours, dense, higher, note=note))
+    by_outcome: dict[str, list[str]] = defaultdict(list)
+    for column, c in zip(routers, holm(comparisons)):
+        said = f"{c.n} pair{'s' if c.n != 1 else ''}" if c.outcome == TOO_FEW else f"Δ {c.delta()}"
+        by_outcome[c.outcome].append(f"{column} ({said}{', ' + c.note if c.note else ''})")
+    better = by_outcome.pop(BETTER, [])
+    parts = [f"better than the dense twin: {', '.join(better)}" if better else NO_BETTER]
+    parts += [f"{o}: {', '.join(by_outcome[o])}" for o in (TIE, WORSE, TOO_FEW) if o in by_outcome]
+    return "; ".join(parts)
 
 
 def _health(records: Sequence[RunRecord]) -> tuple[float, float, float] | None:
@@ -206,7 +210,7 @@ def render_matrix(
                 row.append("not run")
         arrow = "↑" if higher else "↓"
         out.append(f"| {task} ({metric} {arrow}) | " + " | ".join(row) + " |")
-        verdict = _versus_dense(stats, higher)
+        verdict = versus_dense({c: cells[(task, c)] for c in columns if (task, c) in cells}, metric, higher)
         if row_stale:
             verdict += " (cells marked ° still hold runs of other code or settings: a verdict on mixed runs)"
         verdicts.append(f"- {task}: {verdict}")
@@ -225,7 +229,16 @@ def render_matrix(
             f"Not in the table: {', '.join(sorted(without_row))} (their specs name no matrix row; the notes say why).",
         ]
     out += ["", "## Routers against the dense twin", ""]
-    out += ["Intervals of mean ± 1 standard error (std / √n) that do not overlap the dense twin's:", "", *verdicts]
+    out += [
+        "Each router against the dense twin of its row, paired by seed: Δ is the mean gain over the seeds both ran "
+        "(positive = the router better, in the metric's direction) with its Student-t interval. The 8-9 routers of a "
+        "row are Holm-corrected together (each interval at its Holm level, shown), so that a row prints a false "
+        '"better" with probability ≤ 5 % however many routers it holds; better / worse: the interval excludes 0; '
+        "tie: it holds 0; n too small: fewer than 3 seed pairs. `zoo.leaderboard.compare` is the rule, the same as "
+        "every task page's.",
+        "",
+        *verdicts,
+    ]
     out += ["", "## Routing health (test stage, mean over runs and layers)", ""]
     out += ["load entropy (1 = uniform) / dead experts / dropped token fraction.", ""]
     out += ["| task | " + " | ".join(routers) + " |", "|---|" + "---|" * len(routers)]

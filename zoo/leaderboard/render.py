@@ -14,6 +14,7 @@ from zoo.leaderboard.record import RunRecord
 from zoo.leaderboard.results_table import ResultTable
 from zoo.leaderboard.settings import settings_changed
 from zoo.leaderboard.targets import targets_section
+from zoo.leaderboard.twins import twin_section
 from zoo.registry import BenchmarkRow, TaskSpec, load_object, repository_root
 
 
@@ -77,8 +78,9 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
 
     One table per metric (mean ± std (n) per cell, † for reduced settings, ◇ for a cell whose runs come from
     different code versions, published numbers beside ours), wall time, the spec's targets judged on the records,
-    the routing summary of the MoE runs, the task's own figures (``extra_tables``), then the notes:
-    ``<leaderboard>/notes/<task>.md`` (run history and caveats, written by people) and provenance.
+    the MoE method against its dense twin (``zoo.leaderboard.twins``), the routing summary of the MoE runs, the
+    task's own figures (``extra_tables``), then the notes: ``<leaderboard>/notes/<task>.md`` (run history and
+    caveats, written by people) and provenance.
     """
     repo = repository_root()
     table = ResultTable(spec.benchmark, records, spec.higher_is_better, lambda r: code_version(r, repo))
@@ -179,6 +181,7 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
     lines.append("")
 
     lines += targets_section(spec.targets, table)
+    lines += twin_section(spec, table)
     lines += tuning_section(spec, records)
     lines += routing_section(table)
     if spec.extra_tables:
@@ -311,6 +314,11 @@ def render_index(leaderboard_dir: Path | None = None) -> str:
         "",
         "Each table is generated from the JSON records under `results/<table>/`; "
         "re-render one with `zoo render TASK`, extend it with `zoo reproduce TASK`.",
+        "",
+        "Every comparison these pages print (targets, an MoE method against its dense twin, the router matrix) "
+        "follows one rule, `zoo.leaderboard.compare`: runs paired by seed (and fold), a 95 % Student-t interval of "
+        "the mean difference in the metric's direction; **better** or **worse** when it excludes 0, **tie** when it "
+        "holds 0, **n too small** below 3 pairs; Holm-corrected where one row compares a method with several.",
         "",
     ]
     for page in sorted(folder.glob("*.md")):

@@ -1,4 +1,5 @@
-"""Datamodule of the DyGLib link-prediction protocol on CollegeMsg (DyGLib's UCI) or a user's temporal edge CSV.
+"""Datamodule of the DyGLib link-prediction protocol on CollegeMsg (DyGLib's UCI) or a user's temporal edge CSV
+(``src,dst,timestamp[,features]`` or DyGLib's own ``ml_<name>.csv`` + ``.npy`` features).
 
 Batches are built in the loader (numpy, main process), so the model only sees tensors:
 ``{"ids": {...}, "pos": pair, "neg": pair}``: ``ids`` the raw (B,) src / dst / neg_src / neg_dst / edge_ids / ts;
@@ -25,7 +26,8 @@ from torch.utils.data import DataLoader
 from zoo.data import resolve, sha256_of
 from zoo.errors import ConfigError
 from zoo_tasks.graphs.dynamic.datasets import COLLEGEMSG_FILE
-from zoo_tasks.graphs.dynamic.events import DYGLIB_FEATURE_WIDTH, TemporalGraph, parse_edges, read_collegemsg
+from zoo_tasks.graphs.dynamic.dyglib import dyglib_index_column, feature_files, read_user_edges
+from zoo_tasks.graphs.dynamic.events import DYGLIB_FEATURE_WIDTH, TemporalGraph, read_collegemsg
 from zoo_tasks.graphs.dynamic.negatives import STRATEGIES, eval_sampler, evaluation_negatives
 from zoo_tasks.graphs.dynamic.neighbors import NeighborFinder, Sequences, pair_sequences, recent_neighbors
 from zoo_tasks.graphs.dynamic.split import Interactions, link_prediction_split
@@ -58,12 +60,15 @@ class _Batches(torch.utils.data.Dataset):
 
 class DynamicLinkDataModule(pl.LightningDataModule):
     """DyGLib link prediction (Yu et al., NeurIPS 2023) on ``name="uci"`` (CollegeMsg from the catalogue) or
-    ``path``: a user's CSV ``src,dst,timestamp[,edge features...]`` (optional header; see ``events.py``).
+    ``path``: a user's CSV ``src,dst,timestamp[,edge features...]`` (optional header; see ``events.py``) or
+    DyGLib's own ``ml_<name>.csv`` with its ``.npy`` features beside it (see ``dyglib.py``).
 
     ``neighbors``: the batch layout, ``"dygformer"`` (padded first-hop sequences with co-occurrence counts) or
     ``"recent"`` (GraphMixer: the ``num_neighbors`` most recent neighbours). ``train_stride`` k > 1 trains on
     every k-th training batch only (still chronological and spread over the whole training period: a
     reduced-compute epoch); ``eval_strategies``: the negative-sampling strategies tested."""
+
+    catalogue_fields = {"name": "stem"}  # with `path`: the file's name (zoo.cli.dataset_name)
 
     def __init__(
         self,
@@ -116,12 +121,14 @@ class DynamicLinkDataModule(pl.LightningDataModule):
     def load(self) -> TemporalGraph:
         if self.graph is None:
             f = self._file()
-            self.graph = parse_edges(f, feature_width=self.feature_width) if self.path else read_collegemsg(f)
+            self.graph = read_user_edges(f, feature_width=self.feature_width) if self.path else read_collegemsg(f)
         return self.graph
 
     def data_sha256(self) -> dict[str, str]:
+        """File name -> sha256 of each file read (DyGLib's ``.npy`` features too)."""
         f = self._file()
-        return {f.name: sha256_of(f)}
+        read = [f, *feature_files(f).values()] if self.path and dyglib_index_column(f) is not None else [f]
+        return {g.name: sha256_of(g) for g in read}
 
     def model_shapes(self) -> dict[str, int]:
         return {"node_dim": self.feature_width, "edge_dim": self.feature_width}

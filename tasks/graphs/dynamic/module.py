@@ -245,6 +245,8 @@ class EdgeBankPredictor(pl.LightningModule):
     scored against the memory of train + val + earlier test edges (``edgebank.py``). ``memory``: one of
     ``edgebank.MEMORY_MODES``, or ``"dyglib"`` for DyGLib's best UCI choice per negative-sampling strategy."""
 
+    trains_nothing = True  # `zoo fit` accepts max_epochs 0 for it (zoo.cli.lightning_cli)
+
     def __init__(self, memory: str = "dyglib", window: float = 0.15):
         super().__init__()
         if memory != "dyglib" and memory not in MEMORY_MODES:

@@ -125,6 +125,7 @@ DYGMOCE = TaskSpec(
     benchmarks={"dygmoce": "zoo_tasks.graphs.dynamic.bench:main"},
     extra_tables="zoo_tasks.graphs.dynamic.tables:dygmoce_tables",
     targets=TARGETS,
+    dense_twins=(("dygmoce", "twin"),),
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,
 )

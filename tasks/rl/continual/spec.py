@@ -123,4 +123,5 @@ SPHERE = TaskSpec(
         NotWorse(SPHERE_METHOD, MOE, "test/avg_stage_success"),
     ),
     benchmarks={"sphere": "zoo_tasks.rl.continual.bench:main"},
+    dense_twins=((SPHERE_METHOD, DENSE),),
 )

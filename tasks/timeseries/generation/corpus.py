@@ -5,7 +5,14 @@ column (``columns``, or every numeric column but the time column and ``drop_colu
 folder of CSVs is one domain however many files and channels it has. Missing cells (empty, ``NA``) are gaps.
 With ``time_column`` and ``freq`` the rows are reindexed to that regular grid, so absent rows (the gaps of
 wind-turbine SCADA, solar sensors, NAB) become gaps too; windows that touch a gap are dropped later
-(:mod:`zoo_tasks.timeseries.generation.windows`).
+(:mod:`zoo_tasks.timeseries.generation.windows`). ``inf`` / ``-inf`` cells are refused (one line naming the file,
+column and row, :func:`zoo.data.finite.require_finite`): a gap is an empty cell, never an infinity.
+
+A user's CSV may also be in **long format**, one row per timestamp and series (``Sensor,Date_Time,Count``): with
+``id_column`` set to a column the file has, or with ``id_column="auto"`` (users' domains) when the time column
+repeats a timestamp and exactly one other column holds text, the rows are grouped by that id column, each group
+ordered by its parsed timestamps, and every value column of every id is one series (:func:`long_to_series`).
+Repeated timestamps with no text column to tell the series apart are refused in one line saying how to reshape.
 
 The recipes follow the mirror's ``ts-corpus/README.md`` and each folder's SOURCE.md (FRED-MD's second row is
 transformation codes, not data; T1.csv's header is latin-1). Where a folder mixes quantities (air quality with
@@ -17,11 +24,13 @@ pre-training domains.
 from __future__ import annotations
 
 import glob
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from zoo.data.finite import require_finite
 from zoo.errors import ConfigError
 from zoo.utils.text_file import require_text_file
 
@@ -42,6 +51,8 @@ class DomainSource:
         skip_rows: 1-based data rows that are not data (FRED-MD's ``Transform:`` row is data row 1).
         drop_columns: non-value columns to ignore (ids, categorical codes).
         encoding: text encoding of the files.
+        id_column: the series-id column of a long-format file (one row per timestamp and series); ``"auto"``
+            (:data:`AUTO_ID`): detect it (see the module docstring); None: every file is one column per series.
     """
 
     name: str
@@ -54,8 +65,10 @@ class DomainSource:
     skip_rows: tuple[int, ...] = ()
     drop_columns: tuple[str, ...] = ()
     encoding: str = "utf-8"
+    id_column: str | None = None
 
 
+AUTO_ID = "auto"
 _NAB = "nab-real/data"
 _PLANT_2 = "Plant_2_Weather_Sensor_Data.csv"
 PRETRAIN_DOMAINS: dict[str, DomainSource] = {
@@ -117,13 +130,35 @@ DOMAINS = {**PRETRAIN_DOMAINS, **UNSEEN_DOMAINS}
 def domain_source(name: str) -> DomainSource:
     """The built-in recipe ``name``; raises ConfigError listing the domains."""
     if name not in DOMAINS:
-        raise ConfigError(f"unknown domain {name!r}; built-in domains: {', '.join(DOMAINS)} (or give a folder path)")
+        raise ConfigError(
+            f"unknown domain {name!r}; built-in domains: {', '.join(DOMAINS)} (your own: data.init_args."
+            "user_domains '{name: folder or CSV}')"
+        )
     return DOMAINS[name]
 
 
 def folder_source(name: str, **options) -> DomainSource:
     """A user's domain: every ``*.csv`` of a folder given to :func:`read_domain`; ``options`` as DomainSource."""
     return DomainSource(name, ("*.csv",), dataset=None, **options)
+
+
+def user_source(name: str, path: str | Path, **options) -> tuple[DomainSource, Path]:
+    """A user's domain at ``path``, a folder of CSVs or one CSV file: (its DomainSource, the folder it reads).
+
+    Raises:
+        ConfigError: nothing at ``path``.
+    """
+    path = Path(path).expanduser()
+    if path.is_dir():
+        return folder_source(name, **options), path
+    if path.is_file():
+        return DomainSource(name, (glob.escape(path.name),), dataset=None, **options), path.parent
+    raise ConfigError(f"domain {name!r}: no folder or CSV file at {path}")
+
+
+def is_path(entry: str) -> bool:
+    """Whether a domain list entry names a file or folder rather than a domain (a separator, ``.csv``, or it exists)."""
+    return "/" in entry or "\\" in entry or entry.lower().endswith(".csv") or Path(entry).expanduser().exists()
 
 
 def source_root(source: DomainSource, folder: str | Path | None = None) -> Path:
@@ -161,12 +196,14 @@ def source_files(source: DomainSource, root: Path) -> list[Path]:
 
 
 def read_csv_series(path: Path, source: DomainSource) -> list[np.ndarray]:
-    """The series of one CSV: one float64 array (rows,) per value column, NaN at gaps.
+    """The series of one CSV: one float64 array (rows,) per value column (per id and value column in long
+    format), NaN at gaps.
 
     Raises:
         ConfigError: one line naming the file and what is wrong: missing, binary, not in ``source.encoding``,
-            empty, no data rows, a missing column, a non-numeric value column (its first bad cell), unparsable or
-            repeated timestamps, or timestamps off the ``freq`` grid.
+            empty, no data rows, a missing column, a non-numeric value column (its first bad cell), an ``inf`` /
+            ``-inf`` cell (its column and data row), unparsable or repeated timestamps, timestamps off the ``freq``
+            grid, or a long-format file whose id column cannot be told.
     """
     import pandas as pd
 
@@ -180,30 +217,129 @@ def read_csv_series(path: Path, source: DomainSource) -> list[np.ndarray]:
     except pd.errors.ParserError as exc:
         reason = str(exc).strip().splitlines()[0].removeprefix("Error tokenizing data. C error: ")
         raise ConfigError(f"{path} is not a well-formed CSV (every row needs the header's columns): {reason}") from None
+    rows = len(frame)
+    frame.index = range(rows)  # labels = data-row positions, kept through the drops below (for the messages)
     if source.skip_rows:
         frame = frame.drop(index=[r - 1 for r in source.skip_rows if r - 1 < len(frame)])
     frame = frame.dropna(how="all")  # trailing all-empty lines (FRED-MD)
     if frame.empty:
         raise ConfigError(f"{path} has a header but no data rows")
-    wanted = [source.time_column] if source.time_column else []
-    wanted += list(source.columns)
-    missing = [c for c in wanted if c not in frame.columns]
-    if missing:
-        raise ConfigError(f"{path} has no column {missing[0]!r}; columns are {list(frame.columns)}")
-    if source.columns:
-        columns = list(source.columns)
-    else:
-        skip = {source.time_column, *source.drop_columns}
-        columns = [c for c in frame.columns if c not in skip]
-        if not columns:
-            raise ConfigError(f"{path} has no value columns besides {sorted(c for c in skip if c)}")
-    values = frame[columns].apply(_numeric_column, path=path, offset=len(source.skip_rows))
+    _require_columns(path, frame, source)
+    id_column = _id_column(path, frame, source)
+    skip = {source.time_column, id_column, *source.drop_columns}
+    columns = list(source.columns) or [c for c in frame.columns if c not in skip]
+    if not columns:
+        raise ConfigError(f"{path} has no value columns besides {sorted(c for c in skip if c)}")
+    values = frame[columns].apply(_numeric_column, path=path, offset=len(source.skip_rows), source=source)
+    _require_no_infinity(path, values, rows)
+    if id_column is not None:
+        return long_to_series(path, frame[source.time_column], frame[id_column], values, source)
     if source.freq:
         values = _reindex(path, frame[source.time_column], values, source)
     return [values[c].to_numpy(dtype=np.float64) for c in columns]
 
 
-def _numeric_column(column, path: Path, offset: int):
+def _require_columns(path: Path, frame, source: DomainSource) -> None:
+    """ConfigError naming the first column ``source`` reads that ``frame`` lacks."""
+    wanted = [source.time_column] if source.time_column else []
+    wanted += list(source.columns)
+    if source.id_column not in (None, AUTO_ID):
+        wanted.append(source.id_column)
+    missing = [c for c in wanted if c not in frame.columns]
+    if not missing:
+        return
+    hint = ""
+    if source.dataset is None and missing[0] == source.time_column:
+        hint = "; name the time column with data.init_args.date_column"
+    elif source.dataset is None and missing[0] == source.id_column:
+        hint = "; name the series-id column with data.init_args.id_column (null: one column per series)"
+    raise ConfigError(f"{path} has no column {missing[0]!r}; columns are {list(frame.columns)}{hint}")
+
+
+def _require_no_infinity(path: Path, values, rows: int) -> None:
+    """Refuse ``inf`` / ``-inf`` cells (NaN cells are gaps), naming the file, column and data row."""
+    on_file_rows = values.reindex(range(rows)).fillna(0.0)  # rows dropped above (skip_rows, blank) count as rows
+    require_finite(
+        on_file_rows.to_numpy(dtype=np.float64),
+        path,
+        [str(c) for c in values.columns],
+        fix="replace or drop the infinite values (an empty cell is a gap)",
+    )
+
+
+def _text_columns(frame, names) -> list[str]:
+    """The columns among ``names`` holding a cell that is not a number (empty cells do not count)."""
+    import pandas as pd
+
+    return [c for c in names if (pd.to_numeric(frame[c], errors="coerce").isna() & frame[c].notna()).any()]
+
+
+def _id_column(path: Path, frame, source: DomainSource) -> str | None:
+    """The series-id column when the file is long format (see the module docstring), else None.
+
+    Raises:
+        ConfigError: ``"auto"`` found a repeated timestamp but not exactly one text column to group by.
+    """
+    if source.id_column != AUTO_ID:
+        return source.id_column
+    if source.time_column is None:
+        return None
+    stamps = frame[source.time_column]
+    repeated = stamps.duplicated()
+    if not repeated.any():
+        return None
+    skip = {source.time_column, *source.drop_columns, *source.columns}
+    text = _text_columns(frame, [c for c in frame.columns if c not in skip])
+    if len(text) == 1:
+        return text[0]
+    first = stamps[repeated].iloc[0]
+    found = f"text columns {text} could each be it" if text else "no text column tells the series apart"
+    raise ConfigError(
+        f"{path}: timestamp {str(first)!r} repeats in {source.time_column!r}, so the file looks like long format (one "
+        f"row per timestamp and series), but {found}; name the id column with data.init_args.id_column, or reshape "
+        f"the file to one column per series and one row per timestamp (pandas: df.pivot(index=time, columns=id, "
+        "values=value))"
+    )
+
+
+def long_to_series(path: Path, stamps, ids, values, source: DomainSource) -> list[np.ndarray]:
+    """The series of a long-format file: for each id (in order of first appearance), its rows ordered by their
+    parsed timestamps (reindexed to ``source.freq`` when set), one float64 array per value column.
+
+    Raises:
+        ConfigError: an empty id, an unparsable timestamp, or a timestamp repeated within one id.
+    """
+    import pandas as pd
+
+    if ids.isna().any():
+        row = int(ids.index[ids.isna()][0]) + 1
+        raise ConfigError(f"{path}: empty id in column {ids.name!r}, data row {row}; every row needs its series' id")
+    twice = pd.concat([ids, stamps], axis=1).duplicated()
+    if twice.any():
+        row = twice.index[twice][0]
+        raise ConfigError(
+            f"{path}: id {str(ids[row])!r} has timestamp {str(stamps[row])!r} twice (data row {row + 1}); give each "
+            "series one row per timestamp"
+        )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "could not infer format": parsed one by one, still right
+            index = pd.DatetimeIndex(pd.to_datetime(stamps, format=source.time_format))
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(
+            f"{path}: column {source.time_column!r} has an unparsable timestamp ({exc}); a long-format file's "
+            "rows are ordered by their timestamps, so they must parse as dates or numbers"
+        ) from None
+    series = []
+    for _, rows in values.set_axis(index).groupby(ids.to_numpy(), sort=False):
+        rows = rows.sort_index()
+        if source.freq:
+            rows = _reindex(path, rows.index.to_series(), rows, source)
+        series.extend(rows[c].to_numpy(dtype=np.float64) for c in values.columns)
+    return series
+
+
+def _numeric_column(column, path: Path, offset: int, source: DomainSource):
     """``column`` as float64; ConfigError naming its first non-numeric cell (empty cells and ``NA`` are gaps)."""
     import pandas as pd
 
@@ -213,9 +349,12 @@ def _numeric_column(column, path: Path, offset: int):
     bad = (parsed.isna() & column.notna()).to_numpy()
     if bad.any():
         position = int(bad.argmax())
+        fix = "name the domain's value columns in `columns` (or its ids in `drop_columns`)"
+        if source.dataset is None:
+            fix = "every column but the time column must be numeric (a series-id column: data.init_args.id_column)"
         raise ConfigError(
             f"{path}: non-numeric value {column.iloc[position]!r} in column {column.name!r}, data row "
-            f"{position + 1 + offset}; name the domain's value columns in `columns` (or its ids in `drop_columns`)"
+            f"{position + 1 + offset}; {fix}"
         )
     return parsed.astype(np.float64)
 

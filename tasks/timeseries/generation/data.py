@@ -12,6 +12,7 @@ unseen domain and k), which the model's ``test_step`` reads from this module (:m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytorch_lightning as pl
@@ -21,12 +22,15 @@ from torch.utils.data import DataLoader, Dataset
 from zoo.data.resumable import resumable_train_loader
 from zoo.errors import ConfigError
 from zoo_tasks.timeseries.generation.corpus import (
+    AUTO_ID,
+    DOMAINS,
     PRETRAIN_DOMAINS,
     UNSEEN_DOMAINS,
     DomainSource,
     domain_source,
-    folder_source,
+    is_path,
     read_domain,
+    user_source,
 )
 from zoo_tasks.timeseries.generation.fewshot import KS, FewShotSet, fewshot_set
 from zoo_tasks.timeseries.generation.windows import HOLDOUT, NORMALIZATIONS, Normalizer, split_windows
@@ -94,9 +98,14 @@ class MultiDomainDataModule(pl.LightningDataModule):
 
     Args:
         domains: built-in pre-training domains (``zoo_tasks.timeseries.generation.corpus.PRETRAIN_DOMAINS``).
-        user_domains: your own domains, name -> folder of CSVs (docs/tasks/timemode.md), added to ``domains``;
-            each CSV has a ``date_column`` (dropped) and numeric value columns, one series each.
-        unseen: the few-shot domains (``stock``, ``web``); never in pre-training.
+        user_domains: your own domains, name -> a folder of CSVs or one CSV (docs/tasks/timemode.md), added to
+            ``domains`` unless ``unseen`` names them; each CSV has a ``date_column`` and numeric value columns,
+            one series each, or is long format (``id_column``). Names of built-in domains are refused.
+        unseen: the few-shot domains, never in pre-training: built-in names (TimeDP's ``stock``, ``web``),
+            ``user_domains`` names, or paths of a folder or CSV (named after the folder / file stem).
+        id_column: the series-id column of long-format CSVs (one row per timestamp and series) in your domains;
+            ``"auto"``: a file whose ``date_column`` repeats a timestamp is long format, grouped by its one text
+            column; None: every file has one column per series.
         seq_len: window length L (TimeDP: 24, 96, 168, 336).
         normalize: per-domain normaliser, ``centered_pit`` (TimeDP), ``zscore`` or ``none``.
         ks: few-shot prompt counts. val_portion: share of training windows used for validation.
@@ -118,6 +127,7 @@ class MultiDomainDataModule(pl.LightningDataModule):
         data_dir: str | None = None,
         seed: int = 0,
         date_column: str = "date",
+        id_column: str | None = AUTO_ID,
     ):
         super().__init__()
         domains = list(PRETRAIN_DOMAINS) if domains is None else list(domains)
@@ -130,19 +140,25 @@ class MultiDomainDataModule(pl.LightningDataModule):
                 raise ConfigError(f"data.init_args.{key} must be > 0, got {value}")
         if not 0 < val_portion < 1:
             raise ConfigError(f"data.init_args.val_portion must be in (0, 1), got {val_portion}")
-        for name in domains + unseen:
+        for name in domains:
             domain_source(name)
-        leaked = sorted(set(unseen) & (set(domains) | set(user_domains)))
+        clash = sorted(set(user_domains) & set(DOMAINS))
+        if clash:
+            raise ConfigError(f"data.init_args.user_domains {clash} repeat built-in domain names: rename them")
+        self._user_paths = dict(user_domains)  # name -> folder or CSV, for user domains and unseen paths
+        unseen_names = [self._unseen_name(entry) for entry in unseen]
+        twice = sorted({n for n in unseen_names if unseen_names.count(n) > 1})
+        if twice:
+            raise ConfigError(f"data.init_args.unseen names the domain(s) {twice} more than once")
+        leaked = sorted(set(unseen_names) & set(domains))
         if leaked:
             raise ConfigError(f"data.init_args.unseen {leaked} are also pre-training domains: remove them from one")
-        clash = sorted(set(user_domains) & set(domains))
-        if clash:
-            raise ConfigError(f"data.init_args.user_domains {clash} repeat built-in domain names")
-        if not domains and not user_domains:
+        pretrain_users = [n for n in user_domains if n not in unseen_names]
+        if not domains and not pretrain_users:
             raise ConfigError("data.init_args.domains is empty: give at least one pre-training domain")
         self.save_hyperparameters()
-        self.domain_names = domains + list(user_domains)
-        self.unseen_names = unseen
+        self.domain_names = domains + pretrain_users
+        self.unseen_names = unseen_names
         self.ks = tuple(ks) if ks is not None else KS
         self.domains: list[Domain] = []
         self.fewshot: dict[str, FewShotSet] = {}
@@ -153,10 +169,36 @@ class MultiDomainDataModule(pl.LightningDataModule):
     def model_shapes(self) -> dict[str, int]:
         return {"seq_len": self.hparams.seq_len}
 
-    def _source(self, name: str) -> tuple[DomainSource, str | None]:
-        folder = self.hparams.user_domains.get(name) if self.hparams.user_domains else None
-        if folder is not None:
-            return folder_source(name, time_column=self.hparams.date_column), folder
+    def _unseen_name(self, entry: str) -> str:
+        """The domain an ``unseen`` entry names: a user domain, a built-in one, or a path (then named after its
+        stem and added to the user paths).
+
+        Raises:
+            ConfigError: the entry is none of these, or a path whose stem repeats another domain's name.
+        """
+        if entry in self._user_paths or entry in DOMAINS:
+            return entry
+        if not is_path(entry):
+            users = f", a data.init_args.user_domains name ({', '.join(self._user_paths)})" if self._user_paths else ""
+            raise ConfigError(
+                f"data.init_args.unseen: unknown domain {entry!r}; give a built-in domain ({', '.join(DOMAINS)})"
+                f"{users} or the path of a folder of CSVs or of one CSV"
+            )
+        name = Path(entry).expanduser().stem
+        if self._user_paths.get(name) == entry:  # the same path twice: refused below as a repeat
+            return name
+        if name in DOMAINS or name in self._user_paths:
+            raise ConfigError(
+                f"data.init_args.unseen: {entry} would be named {name!r}, which is already a domain: add it to "
+                f"data.init_args.user_domains under another name and list that name in unseen"
+            )
+        self._user_paths[name] = entry
+        return name
+
+    def _source(self, name: str) -> tuple[DomainSource, str | Path | None]:
+        path = self._user_paths.get(name)
+        if path is not None:
+            return user_source(name, path, time_column=self.hparams.date_column, id_column=self.hparams.id_column)
         source = domain_source(name)
         return source, (self.hparams.data_dir if source.dataset == "ts-corpus" else None)
 

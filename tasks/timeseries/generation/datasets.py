@@ -12,7 +12,9 @@ from zoo.data.catalog import DatasetSpec
 DATASETS = (
     DatasetSpec(
         "ts-corpus",
-        "assembled from public repositories, one SOURCE.md per folder (no single download)",
+        # the not-found text reads "Source: <url>." / "fetch it again from <url>": a place, not a description
+        "the upstream repositories listed in docs/tasks/timemode.md, section 'The ts-corpus folders' (one per "
+        "folder, no single download)",
         package=__package__,
     ),
 )

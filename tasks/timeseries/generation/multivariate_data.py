@@ -90,6 +90,7 @@ class MultivariateWindowsDataModule(pl.LightningDataModule):
     """
 
     bounded = True  # windows lie in [-1, 1]: the sampler clips its x_0 estimate there
+    catalogue_fields = {"dataset": "stem", "file": "name"}  # with `path`: its name (zoo.cli.dataset_name)
 
     def __init__(
         self,

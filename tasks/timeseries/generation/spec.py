@@ -183,6 +183,7 @@ TIMEMODE = TaskSpec(
     extra_tables="zoo_tasks.timeseries.generation.tables:timemode_tables",
     benchmarks={"timemode-speed": "zoo_tasks.timeseries.generation.bench:main"},
     targets=TARGETS,
+    dense_twins=(("timemode", "dense"),),
     benchmark=ROWS,
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from zoo_testing import need_dataset
 
-from zoo.data.resolve import data_mirror
 from zoo.errors import ConfigError, DatasetNotFoundError
 from zoo_tasks.detection import readers
 from zoo_tasks.detection.data import (
@@ -25,13 +25,6 @@ from zoo_tasks.detection.data import (
 from zoo_tasks.detection.splits import HIT_UAV_RANGES, by_id_range, by_order
 
 
-def _mirror(name: str) -> Path:
-    root = data_mirror()
-    if root is None or not (root / name).is_dir():
-        pytest.skip(f"{name} is not in the data mirror (set ZOO_DATA_MIRROR)")
-    return root / name
-
-
 def _yolo_folder(tmp_path: Path, lines: list[str], size=(64, 48), image=True) -> Path:
     (tmp_path / "images").mkdir()
     (tmp_path / "labels").mkdir()
@@ -42,7 +35,7 @@ def _yolo_folder(tmp_path: Path, lines: list[str], size=(64, 48), image=True) ->
 
 
 def test_hit_uav_reader_and_id_range_split():
-    samples = readers.read_hit_uav(_mirror("HIT-UAV"))
+    samples = readers.read_hit_uav(need_dataset("HIT-UAV"))
     assert len(samples) == 579
     assert sum(len(s.boxes) for s in samples) == 4811 - 31  # DontCare boxes dropped
     parts = {split: by_id_range(samples, split) for split in HIT_UAV_RANGES}
@@ -53,7 +46,7 @@ def test_hit_uav_reader_and_id_range_split():
 
 
 def test_drone_view_vehicle_split_keeps_frame_order():
-    root = _mirror("DroneViewVehicle-RGB")
+    root = need_dataset("DroneViewVehicle-RGB")
     stems = (root / "selected_stems.txt").read_text().split()
     samples = readers.read_yolo_folder(root, ("car",), stems=stems)
     assert len(samples) == 349 and sum(len(s.boxes) for s in samples) == 1630
@@ -117,7 +110,7 @@ def test_dronevehicle_reader_cuts_the_border_and_reads_polygons(tmp_path):
 
 
 def test_llvip_pairs_are_aligned_and_unlabelled():
-    pairs = LLVIPPairs(size=64, data_dir=str(_mirror("LLVIP-pairs")))
+    pairs = LLVIPPairs(size=64, data_dir=str(need_dataset("LLVIP-pairs")))
     assert len(pairs) == 45
     item = pairs[0]
     assert item["image"].shape == item["ir"].shape == (3, 64, 64) and len(item["boxes"]) == 0
@@ -146,7 +139,7 @@ def test_task_sampler_batches_one_task_and_follows_the_mix():
 
 
 def test_datamodule_batches_and_errors():
-    _mirror("HIT-UAV")
+    need_dataset("HIT-UAV")
     dm = DroneDetectionDataModule(tasks=["ir", "rgbir"], image_size=64, batch_size=2, max_images=4, synthetic_pairs=20)
     assert dm.model_shapes() == {"num_classes": len(CLASSES)}
     batches = list(dm.train_dataloader())
@@ -206,7 +199,7 @@ def test_random_crop_redraws_a_window_without_boxes():
 
 
 def test_training_batches_are_augmented_and_evaluation_batches_are_not():
-    _mirror("HIT-UAV")
+    need_dataset("HIT-UAV")
     dm = DroneDetectionDataModule(tasks=["ir"], image_size=64, batch_size=2, max_images=4, train_crop=32)
     torch.manual_seed(0)
     train = list(dm.train_dataloader())
@@ -222,8 +215,8 @@ def test_training_loader_restored_mid_epoch_serves_the_uninterrupted_batches():
     """The loader's place goes into a checkpoint and every image's flip and crop come from its own seed: a loader
     restored after 3 batches serves the rest of the epoch and the next epoch exactly, augmentations included, and
     the global RNG (which the model's noise draws from) is left alone."""
-    _mirror("HIT-UAV")
-    _mirror("DroneViewVehicle-RGB")
+    need_dataset("HIT-UAV")
+    need_dataset("DroneViewVehicle-RGB")
 
     def loader():
         dm = DroneDetectionDataModule(tasks=["ir", "rgb"], image_size=64, batch_size=2, max_images=6, train_crop=48)
@@ -251,7 +244,7 @@ def test_training_loader_restored_mid_epoch_serves_the_uninterrupted_batches():
 
 
 def test_the_training_order_follows_the_runs_seed():
-    _mirror("HIT-UAV")
+    need_dataset("HIT-UAV")
 
     def order(run_seed, **kw):
         torch.manual_seed(run_seed)  # what seed_everything does

@@ -23,7 +23,6 @@ from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
 from zoo_testing import KillAtStep, Killed, need_dataset, quiet_trainer  # noqa: E402
 
 from zoo.callbacks.rng_state import RNGStateCheckpoint  # noqa: E402
-from zoo.data.resolve import data_mirror  # noqa: E402
 from zoo.moe.testing import check_router_step  # noqa: E402
 from zoo_tasks.detection.data import DetectionImages, DroneDetectionDataModule, LLVIPPairs, collate  # noqa: E402
 from zoo_tasks.detection.module import DroneDINOModule  # noqa: E402
@@ -79,10 +78,7 @@ def test_every_step_routing_passes_the_router_check(two_stream):
 
 
 def test_llvip_pairs_inference_shapes(two_stream):
-    root = data_mirror()
-    if root is None or not (root / "LLVIP-pairs").is_dir():
-        pytest.skip("LLVIP-pairs is not in the data mirror")
-    pairs = LLVIPPairs(size=64, data_dir=str(root / "LLVIP-pairs"))
+    pairs = LLVIPPairs(size=64, data_dir=str(need_dataset("LLVIP-pairs")))
     batch = collate([pairs[0], pairs[1]])
     two_stream.eval()
     with torch.no_grad():

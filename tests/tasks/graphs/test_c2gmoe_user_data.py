@@ -195,3 +195,155 @@ def test_zoo_fit_trains_on_a_planetoid_folder_given_only_its_path(tmp_path, monk
     state = _fit(tmp_path, "cora_gcn.yaml", tmp_path / "planetoid", monkeypatch)
     assert (state["hyper_parameters"]["in_dim"], state["hyper_parameters"]["num_classes"]) == (12, 3)
     assert state["state_dict"]["net.gnn.convs.0.lin.weight"].shape == (16, 12)
+
+
+def _refused(folder, match: str) -> str:
+    """The one-line ConfigError a TU folder gets before PyG reads it (the message, checked against ``match``)."""
+    with pytest.raises(ConfigError, match=match) as caught:
+        TUDataModule(path=str(folder)).model_shapes()
+    assert "\n" not in str(caught.value)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("part", ["A", "graph_indicator", "graph_labels", "node_labels"])
+def test_an_empty_tu_file_is_refused_naming_it(tmp_path, monkeypatch, part):
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    write_tu(tmp_path / "mine", node_labels=True)
+    (tmp_path / "mine" / f"TOYGRAPHS_{part}.txt").write_text("")
+    _refused(tmp_path / "mine", rf"mine/TOYGRAPHS_{part}.txt: the file is empty; it must hold one line per")
+
+
+def test_every_tu_file_empty_is_refused_at_the_first_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    write_tu(tmp_path / "mine")
+    for f in (tmp_path / "mine").iterdir():
+        f.write_text("")
+    _refused(tmp_path / "mine", r"TOYGRAPHS_A.txt: the file is empty; it must hold one line per edge")
+
+
+def test_a_truncated_graph_indicator_is_refused_naming_it(tmp_path, monkeypatch):
+    """The last graph (7 nodes) loses 3 of its nodes' lines: its edges now point past the node count."""
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    degrees = write_tu(tmp_path / "mine")
+    indicator = tmp_path / "mine" / "TOYGRAPHS_graph_indicator.txt"
+    indicator.write_text("".join(indicator.read_text().splitlines(keepends=True)[:-3]))
+    nodes = len(degrees) - 3
+    outside = rf"TOYGRAPHS_A.txt: line \d+: edge \(\d+, {nodes + 1}\) has a node id outside 1..{nodes} "
+    _refused(tmp_path / "mine", outside + rf"\(TOYGRAPHS_graph_indicator.txt has {nodes} lines, one per node")
+    write_tu(tmp_path / "labelled", node_labels=True)  # with node labels, their line count shows it first
+    indicator = tmp_path / "labelled" / "TOYGRAPHS_graph_indicator.txt"
+    indicator.write_text("".join(indicator.read_text().splitlines(keepends=True)[:-3]))
+    _refused(tmp_path / "labelled", rf"TOYGRAPHS_node_labels.txt: {nodes + 3} lines, but TOYGRAPHS_graph_indicator"
+                                    rf".txt has {nodes} \(one line per node\)")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        ("9999, 1\n", r"TOYGRAPHS_A.txt: line 441: edge \(9999, 1\) has a node id outside 1..240"),
+        ("0, 1\n", r"TOYGRAPHS_A.txt: line 441: edge \(0, 1\) has a node id outside 1..240 .*ids are 1-based"),
+        ("1, 7\n", r"TOYGRAPHS_A.txt: line 441: edge \(1, 7\) joins graph 1 and graph 2"),
+        ("1, 2, 3\n", r"TOYGRAPHS_A.txt: line 441 has 3 comma-separated value\(s\), expected 2"),
+        ("1, two\n", r"TOYGRAPHS_A.txt: line 441: 'two' is not an integer"),
+        ("1; 2\n", r"TOYGRAPHS_A.txt: line 441 has 1 comma-separated value\(s\), expected 2"),
+        ("\n1, 2\n", r"TOYGRAPHS_A.txt: line 441 is blank"),
+        ("1, 2", r"TOYGRAPHS_A.txt: the last line \(441\) has no line ending"),
+    ],
+)
+def test_a_bad_edge_line_is_refused_naming_file_and_line(tmp_path, monkeypatch, edit, match):
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    write_tu(tmp_path / "mine")
+    edges = tmp_path / "mine" / "TOYGRAPHS_A.txt"
+    assert len(edges.read_text().splitlines()) == 440
+    edges.write_text(edges.read_text() + edit)
+    _refused(tmp_path / "mine", match)
+
+
+def test_graph_ids_must_cover_the_labels_in_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    write_tu(tmp_path / "mine")
+    labels = tmp_path / "mine" / "TOYGRAPHS_graph_labels.txt"
+    labels.write_text(labels.read_text() + "1\n")  # a 41st label, no node in graph 41
+    _refused(tmp_path / "mine", r"TOYGRAPHS_graph_indicator.txt: no node belongs to graph 41 \(1 of the 41 graphs")
+    write_tu(tmp_path / "mine")
+    labels.write_text("".join(labels.read_text().splitlines(keepends=True)[:-1]))  # 39 labels for 40 graphs
+    _refused(tmp_path / "mine", r"TOYGRAPHS_graph_indicator.txt: line \d+: graph id 40 is outside 1..39 \(TOYGRAPHS")
+    write_tu(tmp_path / "mine")
+    indicator = tmp_path / "mine" / "TOYGRAPHS_graph_indicator.txt"
+    lines = indicator.read_text().splitlines(keepends=True)
+    indicator.write_text("".join([lines[5], lines[0], *lines[1:5], *lines[6:]]))  # a node of graph 2 first
+    _refused(tmp_path / "mine", r"TOYGRAPHS_graph_indicator.txt: line 2: graph id 1 after 2; list the nodes graph by")
+
+
+@pytest.mark.parametrize("value, kind", [("inf", "inf"), ("-inf", "-inf"), ("nan", "NaN")])
+def test_a_non_finite_node_attribute_is_refused_naming_file_column_and_line(tmp_path, monkeypatch, value, kind):
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    degrees = write_tu(tmp_path / "mine")
+    rows = [f"{d}.0, 0.5" for d in degrees]
+    rows[41] = f"1.0, {value}"
+    (tmp_path / "mine" / "TOYGRAPHS_node_attributes.txt").write_text("\n".join(rows) + "\n")
+    _refused(tmp_path / "mine", rf"TOYGRAPHS_node_attributes.txt: 1 value\(s\) are not finite \(first: {kind} in "
+                                r"column 2, line 42\)")  # fmt: skip
+    rows[41] = "1.0, 0.5"
+    (tmp_path / "mine" / "TOYGRAPHS_node_attributes.txt").write_text("\n".join(rows) + "\n")
+    assert TUDataModule(path=str(tmp_path / "mine")).model_shapes()["in_dim"] == 2  # the same folder, finite: read
+
+
+def test_a_non_integer_graph_label_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    write_tu(tmp_path / "mine")
+    labels = tmp_path / "mine" / "TOYGRAPHS_graph_labels.txt"
+    labels.write_text(labels.read_text().replace("-1\n", "-1.5\n", 1))
+    _refused(tmp_path / "mine", r"TOYGRAPHS_graph_labels.txt: line 1: '-1.5' is not an integer")
+
+
+def test_zoo_fit_on_a_truncated_tu_folder_ends_in_one_line(tmp_path, monkeypatch, capsys):
+    from zoo.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    write_tu(tmp_path / "mine")
+    indicator = tmp_path / "mine" / "TOYGRAPHS_graph_indicator.txt"
+    indicator.write_text("".join(indicator.read_text().splitlines(keepends=True)[:-3]))
+    args = ["fit", "--config", str(C2GMOE.config_path("tu_gin.yaml")), "--data.init_args.path", str(tmp_path / "mine")]
+    assert main([*args, "--trainer.max_epochs", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "TOYGRAPHS_A.txt: line" in err[0] and "TOYGRAPHS_graph_indicator.txt" in err[0], err
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_non_finite_planetoid_feature_is_refused_naming_file_column_and_row(tmp_path, monkeypatch, sparse):
+    import scipy.sparse
+
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    x, _ = write_planetoid(tmp_path / "planetoid")
+    allx = x[:520].copy()
+    allx[7, 3] = -np.inf
+    with open(tmp_path / "planetoid" / "ind.MyGraph.allx", "wb") as fh:
+        pickle.dump(scipy.sparse.csr_matrix(allx) if sparse else allx, fh)
+    with pytest.raises(
+        ConfigError, match=r"ind.MyGraph.allx: 1 value\(s\) are not finite \(first: -inf in column 4, row 7\)"
+    ):
+        PlanetoidDataModule(path=str(tmp_path / "planetoid")).model_shapes()
+    (tmp_path / "planetoid" / "ind.MyGraph.tx").write_text("not a pickle")
+    with pytest.raises(ConfigError, match=r"ind.MyGraph.tx: not a readable Planetoid feature pickle"):
+        PlanetoidDataModule(path=str(tmp_path / "planetoid")).model_shapes()
+
+
+def test_a_tu_dataset_under_data_dir_gets_the_same_checks(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    write_tu(tmp_path / "root" / "TOYGRAPHS" / "raw")
+    (tmp_path / "root" / "TOYGRAPHS" / "raw" / "TOYGRAPHS_graph_indicator.txt").write_text("")
+    with pytest.raises(ConfigError, match=r"TOYGRAPHS/raw/TOYGRAPHS_graph_indicator.txt: the file is empty"):
+        TUDataModule(name="TOYGRAPHS", data_dir=str(tmp_path / "root")).model_shapes()
+
+
+def test_a_node_attribute_beyond_float32_is_refused_as_inf(tmp_path, monkeypatch):
+    """PyG reads node attributes as float32: 1e39 would become inf inside the model."""
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    degrees = write_tu(tmp_path / "mine")
+    rows = ["1.0"] * len(degrees)
+    rows[9] = "1e39"
+    (tmp_path / "mine" / "TOYGRAPHS_node_attributes.txt").write_text("\n".join(rows) + "\n")
+    _refused(tmp_path / "mine", r"TOYGRAPHS_node_attributes.txt: 1 value\(s\) are not finite \(first: inf in column 1, "
+                                r"line 10\).*float32")  # fmt: skip

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from zoo_testing import need_dataset
 
-from zoo.data.resolve import data_mirror
 from zoo.errors import ConfigError, DatasetNotFoundError
 from zoo_tasks.graphs.dynamic.events import DYGLIB_FEATURE_WIDTH, parse_edges, read_collegemsg
 from zoo_tasks.graphs.dynamic.neighbors import NeighborFinder, pair_sequences
 from zoo_tasks.graphs.dynamic.split import Interactions, link_prediction_split
-
-MIRROR = data_mirror()
-COLLEGEMSG = MIRROR / "CollegeMsg" / "CollegeMsg.txt" if MIRROR else None
-needs_mirror = pytest.mark.skipif(COLLEGEMSG is None or not COLLEGEMSG.is_file(), reason="CollegeMsg not mirrored")
 
 
 def write(tmp_path, text: str, name: str = "edges.csv"):
@@ -23,9 +19,8 @@ def write(tmp_path, text: str, name: str = "edges.csv"):
     return path
 
 
-@needs_mirror
 def test_collegemsg_is_dyglib_uci_and_split_matches_dyglib():
-    graph = read_collegemsg(COLLEGEMSG)
+    graph = read_collegemsg(need_dataset("CollegeMsg") / "CollegeMsg.txt")
     assert (graph.num_nodes, graph.num_interactions) == (1899, 59835)
     assert graph.src.min() == 1 and max(graph.src.max(), graph.dst.max()) == 1899  # ml_uci ids, 0 is padding
     assert graph.node_features.shape == (1900, DYGLIB_FEATURE_WIDTH) and not graph.node_features.any()
@@ -57,7 +52,7 @@ def test_csv_reindexes_pads_features_and_counts_cleaning(tmp_path):
         ("1,2,3\n2,3,1\n", r"edges.csv:2: timestamp 1 is earlier than the previous row's"),
         ("1,2,3,0.1\n2,3,4\n", r"edges.csv:2: 0 feature column\(s\), the first row has 1"),
         ("1,2,abc\n", r"edges.csv:1: timestamp and features must be numbers"),
-        ("1,2,nan\n", r"edges.csv:1: timestamp and features must be finite"),
+        ("1,2,nan\n", r"edges.csv: 1 value\(s\) are not finite \(first: NaN in column 'timestamp', line 1\)"),
         ("src,dst,ts\n", r"no interactions"),
         ("1,2,3,1,2,3\n", r"3 edge feature columns, more than feature_width=2"),
     ],

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from zoo_testing import need_dataset
 
-from zoo.data.resolve import data_mirror
 from zoo.errors import ConfigError
 from zoo_tasks.graphs.dynamic.edgebank import UCI_MEMORY, edgebank_scores
 from zoo_tasks.graphs.dynamic.events import read_collegemsg
 from zoo_tasks.graphs.dynamic.metrics import averaged_metrics
 from zoo_tasks.graphs.dynamic.negatives import NegativeEdgeSampler, eval_sampler, evaluation_negatives
 from zoo_tasks.graphs.dynamic.split import Interactions, link_prediction_split
-
-MIRROR = data_mirror()
-COLLEGEMSG = MIRROR / "CollegeMsg" / "CollegeMsg.txt" if MIRROR else None
 
 
 def test_random_negatives_are_dyglibs_randint_draws():
@@ -45,9 +42,8 @@ def test_historical_negatives_are_past_edges_not_in_the_batch():
         NegativeEdgeSampler(src, dst, strategy="hard")
 
 
-@pytest.mark.skipif(COLLEGEMSG is None or not COLLEGEMSG.is_file(), reason="CollegeMsg not mirrored")
 def test_edgebank_reproduces_dyglibs_published_uci_ap():
-    split = link_prediction_split(read_collegemsg(COLLEGEMSG))
+    split = link_prediction_split(read_collegemsg(need_dataset("CollegeMsg") / "CollegeMsg.txt"))
     history = Interactions(*(np.concatenate([getattr(split.train, f), getattr(split.val, f)])
                              for f in ("src", "dst", "ts", "edge_ids")))  # fmt: skip
     neg = evaluation_negatives(split.test, eval_sampler(split, "test", "random"), 200)

@@ -149,6 +149,28 @@ def _text_column(path):
     path.write_text("bag_ids,labels,f0,f1\n1,0,0.5,x\n1,0,0.1,0.2\n2,1,0.3,0.4\n")
 
 
+def _inf_in_csv(path):
+    path.write_text("bag_ids,labels,f0,f1,f2,f3\n1,0,0.5,0.1,0,0\n1,0,0.1,0.2,0,0\n2,1,0.3,-inf,0,0\n2,1,0.3,0.4,0,0\n")
+
+
+def _text_named_mat(path):
+    path.write_text("bag_ids,labels,f0,f1,f2,f3\n1,0,0.5,0.1,0,0\n2,1,0.3,0.4,0,0\n")
+
+
+def _truncated_mat(path):
+    from scipy.io import savemat
+
+    feats = np.random.default_rng(0).normal(size=(60, 4))
+    savemat(path, {"features": feats, "bag_ids": np.repeat(np.arange(20), 3), "labels": np.arange(60) % 2})
+    path.write_bytes(path.read_bytes()[:700])
+
+
+def _mat_without_arrays(path):
+    from scipy.io import savemat
+
+    savemat(path, {"X": np.zeros((6, 4)), "y": np.zeros(6)})
+
+
 BAD_INPUTS = {
     "labels outside 0/1": (".npz", _bad_labels, "labels must be 0 or 1"),
     "mixed labels in a bag": (".h5", _mixed_labels, "different labels"),
@@ -158,6 +180,10 @@ BAD_INPUTS = {
     "corrupt .h5": (".h5", _garbage, "not a readable HDF5"),
     "pickled .npz": (".npz", _pickled, "pickled"),
     "non-numeric CSV column": (".csv", _text_column, "not numeric"),
+    "-inf in a CSV": (".csv", _inf_in_csv, r"not finite \(first: -inf in column 'f1', data row 3\)"),
+    "text file named .mat": (".mat", _text_named_mat, "not a MATLAB .mat file: .*it is text"),
+    "truncated .mat": (".mat", _truncated_mat, "not a readable MATLAB .mat file: .*truncated or damaged"),
+    ".mat without the arrays": (".mat", _mat_without_arrays, "no array 'features' .*the file has: X .*, y "),
 }
 
 

@@ -16,26 +16,36 @@ def _rec(method, ret, seed):
     return make_record("scalemoe", method, TASK, {"test/return": ret}, seed=seed)
 
 
-def test_declared_targets_judge_means_over_seeds():
-    records = [
-        _rec("SimBa (dense twin)", 800.0, 0),  # mean 770: -8% of the published 835, within 10%
-        _rec("SimBa (dense twin)", 740.0, 1),
-        _rec("ScaleMoE-output", 780.0, 0),
-        _rec("ScaleMoE-feature", 700.0, 0),
-    ]
+def _runs(method, returns):
+    return [_rec(method, ret, seed) for seed, ret in enumerate(returns)]
+
+
+def test_declared_targets_judge_seeds_paired_against_published_and_the_dense_twin():
+    records = _runs("SimBa (dense twin)", [775.0, 770.0, 765.0])  # -7.2 to -8.4 % of the published 835
+    records += _runs("ScaleMoE-output", [790.0, 780.0, 770.0])  # +10 ± 12: a tie, not shown
+    records += _runs("ScaleMoE-feature", [700.0, 690.0, 710.0])  # -70: worse
     table = ResultTable(SCALEMOE.benchmark, records, SCALEMOE.higher_is_better)
     text = "\n".join(targets_section(SCALEMOE.targets, table))
     assert (
-        f"| SimBa (dense twin) test/return within 10% of published | {TASK} | 770.0 (n=2) vs 835.0 (-8%) | ✓ |" in text
+        f"| SimBa (dense twin) test/return within 10% of published | {TASK} | 770.0 (n=3) vs 835.0 (-8%) | 3 | "
+        "+2.2 % [+0.7 %, +3.7 %] | better ✓ | met |" in text
     )
-    assert f"| ScaleMoE-output ≥ SimBa (dense twin) | {TASK} | 780.0 (n=1) vs 770.0 (n=2) | ✓ |" in text
-    assert f"| ScaleMoE-feature ≥ SimBa (dense twin) | {TASK} | 700.0 (n=1) vs 770.0 (n=2) | ✗ |" in text
-    assert text.count("| ✓ |") + text.count("| ✗ |") == 3  # cells without runs are not judged
+    assert f"| ScaleMoE-output ≥ SimBa (dense twin) | {TASK} | 780.0 (n=3) vs 770.0 (n=3) | 3 | " in text
+    assert "| +10.00 [-2.42, +22.42] | tie = | not shown (tie) |" in text
+    assert "| -70.0 [-102.9, -37.1] | worse ✗ | not met |" in text
+    judged = text.count("| met |") + text.count("| not met |") + text.count("| not shown (tie) |")
+    assert judged == 3  # cells without runs are not judged
 
 
 def test_dense_twin_more_than_10_percent_below_published_misses():
-    table = ResultTable(SCALEMOE.benchmark, [_rec("SimBa (dense twin)", 750.0, 0)], SCALEMOE.higher_is_better)
-    assert "750.0 (n=1) vs 835.0 (-10%) | ✗ |" in "\n".join(targets_section(SCALEMOE.targets, table))
+    table = ResultTable(
+        SCALEMOE.benchmark, _runs("SimBa (dense twin)", [740.0, 742.0, 738.0]), SCALEMOE.higher_is_better
+    )
+    assert "740.0 (n=3) vs 835.0 (-11%) | 3 | -1.4 % [-2.0 %, -0.8 %] | worse ✗ | not met |" in "\n".join(
+        targets_section(SCALEMOE.targets, table)
+    )
+    one_seed = ResultTable(SCALEMOE.benchmark, [_rec("SimBa (dense twin)", 700.0, 0)], SCALEMOE.higher_is_better)
+    assert "| n too small | not yet judged |" in "\n".join(targets_section(SCALEMOE.targets, one_seed))
 
 
 def test_speed_target_reads_the_newest_benchmark_per_width(tmp_path, monkeypatch):

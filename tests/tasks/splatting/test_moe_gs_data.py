@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from zoo_testing import need_dataset
 
-from zoo.data.resolve import data_mirror
 from zoo.errors import ConfigError, DatasetNotFoundError
 from zoo_tasks.splatting.data import DNeRFDataModule
 from zoo_tasks.splatting.dnerf import camera_to_viewmat, read_split
@@ -104,8 +104,8 @@ def test_datamodule_user_path_items_and_sha(tmp_path):
     assert "train/r_000.png" in dm.data_sha256()
 
 
-@pytest.mark.skipif(data_mirror() is None or not (data_mirror() / "D-NeRF").is_dir(), reason="no D-NeRF mirror")
 def test_standup_scene_from_the_mirror():
+    need_dataset("D-NeRF", files=["standup"])
     dm = DNeRFDataModule(scene="standup", downscale=16)
     train, test = dm.split("train"), dm.split("test")
     assert len(train) == 150 and len(test) == 20
@@ -115,3 +115,33 @@ def test_standup_scene_from_the_mirror():
     # every camera sits ~4.03 from the origin (D-NeRF's sphere)
     centres = torch.linalg.inv(train.viewmats)[:, :3, 3]
     assert torch.allclose(centres.norm(dim=-1), torch.full((150,), 4.031), atol=0.01)
+
+
+def _set_time(meta, value):
+    meta["frames"][1]["time"] = value
+
+
+def _set_pose(meta, value):
+    meta["frames"][1]["transform_matrix"][2][3] = value
+
+
+@pytest.mark.parametrize(
+    ("edit", "value", "where"),
+    [
+        (_set_time, float("nan"), "first: NaN in column 'time', frame index 1"),
+        (_set_pose, float("inf"), "first: inf in column 'transform_matrix[2][3]', frame index 1"),
+        (_set_pose, float("-inf"), "first: -inf in column 'transform_matrix[2][3]', frame index 1"),
+    ],
+)
+def test_a_non_finite_time_or_camera_matrix_is_refused_naming_file_key_and_frame(tmp_path, edit, value, where):
+    """JSON readers accept NaN / Infinity; a D-NeRF pose or time that is not finite is refused in one line
+    (zoo.data.finite.require_finite), before it can render as NaN."""
+    scene = _write_scene(tmp_path / "s")
+    path = scene / "transforms_val.json"
+    meta = json.loads(path.read_text())
+    edit(meta, value)
+    path.write_text(json.dumps(meta))  # writes NaN / Infinity / -Infinity, as Python's json does
+    with pytest.raises(ConfigError) as info:
+        DNeRFDataModule(path=str(scene)).setup()
+    message = str(info.value)
+    assert message.startswith(f"{path}: 1 value(s) are not finite (") and where in message and "\n" not in message

@@ -114,7 +114,13 @@ _BAD_CSVS = {
     "empty": ("", "is empty"),
     "header_only": ("date,a,b\n", "has a header but no data rows"),
     "no_values": ("date\n2020-01-01\n", "no value columns"),
-    "missing_cell": ("date,a,b\n2020-01-01,1.0,2.0\n2020-01-02,1.0\n", "missing values.*column 'b', data row 2"),
+    "missing_cell": (
+        "date,a,b\n2020-01-01,1.0,2.0\n2020-01-02,1.0\n",
+        r"not finite \(first: NaN in column 'b', data row 2\); fill missing cells",
+    ),
+    "inf_cell": ("date,a,b\n2020-01-01,1.0,2.0\n2020-01-02,inf,3.0\n", r"first: inf in column 'a', data row 2"),
+    "minus_inf_cell": ("date,a,b\n2020-01-01,-inf,2.0\n", r"first: -inf in column 'a', data row 1"),
+    "float32_overflow": ("date,a,b\n2020-01-01,1.0,2.0\n2020-01-02,1.0,1e39\n", r"column 'b', data row 2.*float32"),
     "boolean": ("date,a\n2020-01-01,true\n", "non-numeric value 'True' in column 'a'"),
 }
 

@@ -10,14 +10,14 @@ from zoo_tasks.timeseries.spec import HORIZONS, SEER
 from zoo_tasks.timeseries.tables import seer_tables
 
 
-def _record(method, dataset, mse, **extra_metrics):
+def _record(method, dataset, mse, seed=0, **extra_metrics):
     metrics = {"test/mse": mse, "test/mae": mse, **extra_metrics}
     return RunRecord(
         task="seer",
         method=method,
         dataset=dataset,
         metrics=metrics,
-        seed=0,
+        seed=seed,
         config={},
         versions={},
         wall_time_s=1.0,
@@ -26,34 +26,46 @@ def _record(method, dataset, mse, **extra_metrics):
     )
 
 
+def _seeds(method, dataset, values, **extra_metrics):
+    return [_record(method, dataset, v, s, **extra_metrics) for s, v in enumerate(values)]
+
+
 def test_spec_targets_judge_the_published_cells_and_the_dense_twin():
+    noise = {"test/mse_noise": 0.40}
     records = [
-        _record("seer", "ETTh1/96", 0.380, **{"test/mse_noise": 0.40}),  # below both published (0.386, 0.414)
-        _record("dense", "ETTh1/96", 0.390, **{"test/mse_noise": 0.45}),
-        _record("seer", "ETTh1/192", 0.450),  # above iTransformer's 0.441
-        _record("dense", "ETTh1/192", 0.430),
-        _record("seer", "ETTh1/336", 0.48704),  # ties iTransformer's 0.487 at the printed precision
-        _record("seer", "ETTh1/720", 0.5006),  # 0.501 > PatchTST's 0.500
-        _record("seer", "Weather/96", 0.100),  # beats both, but Weather is not one of the 16 ETT cells
+        *_seeds("seer", "ETTh1/96", [0.380, 0.381, 0.379], **noise),  # below both published (0.386, 0.414)
+        *_seeds("dense", "ETTh1/96", [0.390, 0.391, 0.389], **{"test/mse_noise": 0.45}),
+        *_seeds("seer", "ETTh1/192", [0.450, 0.451, 0.449]),  # above iTransformer's 0.441
+        *_seeds("dense", "ETTh1/192", [0.430, 0.431, 0.429]),
+        *_seeds("seer", "ETTh1/336", [0.48704, 0.48696, 0.4870]),  # ties iTransformer's 0.487 at the printed precision
+        *_seeds("seer", "ETTh1/720", [0.5006] * 3),  # 0.501 > PatchTST's 0.500
+        *_seeds("seer", "Weather/96", [0.100] * 3),  # beats both, but Weather is not one of the 16 ETT cells
     ]
     page = render_task(SEER, records)
     assert (
-        "| seer test/mse ≤ best published on ≥ 10 of 16 cells | ETT cells | 2 of 4 run (of 16); "
-        "missed: ETTh1/192, ETTh1/720 | not yet judged |" in page
+        "| seer test/mse ≤ best published on ≥ 10 of 16 cells | ETT cells | 1 of 16 met; missed: ETTh1/192, "
+        "ETTh1/336, ETTh1/720; 12 not judged (n too small or not run) | — | — | 1 better, 1 tie, 2 worse | "
+        "not yet judged |" in page
     )
-    # on the cells both ran: SEER (0.380 + 0.450) / 2 = 0.415 vs dense (0.390 + 0.430) / 2 = 0.410
-    verdict = "| seer < dense on average | test/mse: ETTh1/96, ETTh1/192 | seer 0.415; dense 0.410 (better on 1 of 2"
-    assert verdict + " cells) | ✗ |" in page
-    assert "| test/mse_noise: ETTh1/96 | seer 0.400; dense 0.450 (better on 1 of 1 cells) | ✓ |" in page
-    assert "| test/mse_spike | no common cells yet | not yet judged |" in page
+    assert (
+        "| seer test/mse ≤ best published | ETTh1/336 | 0.487 (n=3) vs 0.487 | 3 | +0.0000 [+0.0000, +0.0000] | tie = |"
+        in page
+    )
+    # on the runs both cells hold: SEER 0.01 better on ETTh1/96 and 0.02 worse on ETTh1/192: a tie, not a win
+    verdict = "| seer < dense on average | test/mse: ETTh1/96, ETTh1/192 | seer 0.415 vs dense 0.410 (cell by cell: "
+    assert verdict + "1 better, 1 worse) | 6 | -0.0050 [-0.0222, +0.0122] | tie = | not shown (tie) |" in page
+    noisy = "| seer < dense on average | test/mse_noise: ETTh1/96 | seer 0.400 vs dense 0.450 | 3 | +0.0500 [+0.0500"
+    assert noisy in page and page.split(noisy)[1].split("\n")[0].endswith("| better ✓ | met |")
+    assert "| test/mse_spike | no common cells yet | — | — | — | not yet judged |" in page
     assert "## SEER vs published" not in page  # the generic per-metric tables hold those numbers now
 
 
 def test_best_published_target_is_missed_once_too_few_cells_are_left():
-    records = [_record("seer", f"{ds}/{h}", 9.0) for ds in ("ETTh1", "ETTh2") for h in HORIZONS]
-    records.append(_record("seer", "ETTm1/96", 0.1))
+    records = [r for ds in ("ETTh1", "ETTh2") for h in HORIZONS for r in _seeds("seer", f"{ds}/{h}", [9.0] * 3)]
+    records += _seeds("seer", "ETTm1/96", [0.1] * 3)
     page = render_task(SEER, records)
-    assert "| ETT cells | 1 of 9 run (of 16); missed: ETTh1/96," in page and page.count("| ✗ |") == 1
+    assert "| ETT cells | 1 of 16 met; missed: ETTh1/96," in page
+    assert "7 not judged (n too small or not run) | — | — | 1 better, 8 worse | not met |" in page
 
 
 def test_robustness_layout_shows_every_method_under_each_condition():

@@ -1,6 +1,7 @@
 """A user's own forecasting CSV (tasks/timeseries/data.py, ``path``): read as is with no catalog lookup, its
 sha256 recorded, its channel count given by ``model_shapes()`` from the header alone, split chronologically
-70/10/20, and trained through ``zoo fit`` with the base SEER config and nothing but the path and tiny-run flags."""
+70/10/20, and trained through ``zoo fit`` with the base SEER config and nothing but the path and tiny-run flags;
+an infinite cell, or a series too short for 8 validation and test windows, is refused in one line."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import pytest
 import torch
 
 from zoo.errors import ConfigError
-from zoo_tasks.timeseries.data import ForecastingDataModule
+from zoo_tasks.timeseries.data import MIN_EVAL_WINDOWS, ForecastingDataModule, rows_for_eval_windows
 from zoo_tasks.timeseries.spec import SEER
 
-ROWS, CHANNELS = 1000, 3  # 1000 rows: the 10 % validation segment holds one 96 + 96 window and more
+ROWS, CHANNELS = 1200, 3  # 1200 rows: the 10 % validation segment holds 25 windows of 96 + 96 (8 are needed)
 
 
 def _write_csv(path, rows=ROWS, names=("load", "temp", "wind")):
@@ -41,11 +42,11 @@ def test_user_csv_is_read_as_is_with_its_sha256_channels_and_a_70_10_20_split(tm
     dm.setup()
     assert dm.channels == ["load", "temp", "wind"]
     lengths = {name: len(ds) for name, ds in dm.datasets.items()}
-    # train rows [0, 700), val [700 - 96, 800), test [800 - 96, 1000); windows = rows - 96 - 96 + 1
-    assert lengths == {"train": 700 - 191, "val": 196 - 191, "test": 296 - 191}
+    # train rows [0, 840), val [840 - 96, 960), test [960 - 96, 1200); windows = rows - 96 - 96 + 1
+    assert lengths == {"train": 840 - 191, "val": 216 - 191, "test": 336 - 191}
     x, y = dm.datasets["test"][0]
-    mean, std = values[:700].mean(0), values[:700].std(0)
-    assert torch.allclose(x[0], torch.from_numpy((values[704] - mean) / std), atol=1e-4)
+    mean, std = values[:840].mean(0), values[:840].std(0)
+    assert torch.allclose(x[0], torch.from_numpy((values[864] - mean) / std), atol=1e-4)
     assert y.shape == (96, CHANNELS)
 
 
@@ -110,3 +111,96 @@ def test_a_stated_channel_count_that_contradicts_the_csv_is_one_error(tmp_path, 
     assert main([*args, "--trainer.default_root_dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert "model.init_args.num_channels is 7" in err and "3" in err and "Traceback" not in err
+
+
+def _fit(csv, run, *extra):
+    from zoo.cli.main import main
+
+    config = str(SEER.config_path(SEER.default_config))
+    flags = (
+        "--trainer.max_epochs",
+        "1",
+        "--trainer.limit_train_batches",
+        "1",
+        "--trainer.enable_progress_bar",
+        "false",
+    )
+    return main(
+        [
+            "fit",
+            "--config",
+            config,
+            "--data.init_args.path",
+            str(csv),
+            *flags,
+            *extra,
+            "--trainer.default_root_dir",
+            str(run),
+        ]
+    )
+
+
+def _one_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def _set_cell(csv, row, column, text):
+    """Write ``text`` into data row ``row`` (1-based), value column ``column`` (1-based) of ``csv``."""
+    lines = csv.read_text().splitlines()
+    cells = lines[row].split(",")
+    cells[column] = text
+    lines[row] = ",".join(cells)
+    csv.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("cell", ["inf", "-inf"])
+def test_an_infinite_cell_is_refused_naming_the_file_column_and_row(tmp_path, cell):
+    csv = tmp_path / "my.csv"
+    _write_csv(csv)
+    _set_cell(csv, 6, 2, cell)
+    message = rf"{csv}: 1 value\(s\) are not finite \(first: {cell} in column 'temp', data row 6\)"
+    with pytest.raises(ConfigError, match=message):
+        ForecastingDataModule(path=str(csv)).setup()
+
+
+@pytest.mark.parametrize("cell", ["inf", "-inf"])
+def test_zoo_fit_on_a_csv_with_an_infinite_cell_ends_in_one_line(tmp_path, monkeypatch, capsys, cell):
+    csv = tmp_path / "my.csv"
+    _write_csv(csv)
+    _set_cell(csv, 4, 1, cell)
+    monkeypatch.chdir(tmp_path)
+    assert _fit(csv, tmp_path / "run") == 2
+    line = _one_line(capsys.readouterr().err)
+    assert f"{csv}: 1 value(s) are not finite (first: {cell} in column 'load', data row 4)" in line
+
+
+def test_a_series_too_short_for_8_validation_windows_is_refused_naming_seq_len_pred_len_and_the_counts(
+    tmp_path, monkeypatch, capsys
+):
+    """970 rows with the default 96 / 96 leave 2 validation windows (and 99 test windows): refused before
+    training, in one line that gives the counts, the minimum and what to change."""
+    csv = tmp_path / "weekly.csv"
+    _write_csv(csv, rows=970)
+    monkeypatch.chdir(tmp_path)
+    assert _fit(csv, tmp_path / "run") == 2
+    line = _one_line(capsys.readouterr().err)
+    assert f"{csv}: data.init_args.seq_len 96 + pred_len 96 leave 2 validation and 99 test windows" in line
+    assert f"fewer than the minimum of {MIN_EVAL_WINDOWS} each" in line and "1014 rows" in line
+    assert not list((tmp_path / "run").rglob("*.ckpt"))
+
+
+def test_the_stated_row_count_is_the_fewest_that_give_8_validation_windows(tmp_path):
+    rows = rows_for_eval_windows(96, 96)
+    _write_csv(tmp_path / "enough.csv", rows=rows)
+    dm = ForecastingDataModule(path=str(tmp_path / "enough.csv"))
+    dm.setup()
+    assert min(len(dm.datasets["val"]), len(dm.datasets["test"])) == MIN_EVAL_WINDOWS
+    _write_csv(tmp_path / "short.csv", rows=rows - 1)
+    with pytest.raises(ConfigError, match="leave 7 validation"):
+        ForecastingDataModule(path=str(tmp_path / "short.csv")).setup()
+    # a shorter horizon is the other way out, as the message says
+    small = ForecastingDataModule(path=str(tmp_path / "short.csv"), pred_len=24)
+    small.setup()
+    assert len(small.datasets["val"]) >= MIN_EVAL_WINDOWS

@@ -1,12 +1,21 @@
-"""TimeMoDE's corpus loader, windows, normalisers, few-shot sets and datamodule (TimeDP protocol)."""
+"""TimeMoDE's corpus loader, windows, normalisers, few-shot sets and datamodule (TimeDP protocol), with a user's
+own domains: folders or CSVs, wide or long format, for pre-training or as unseen few-shot domains."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from zoo_testing import need_dataset
 
 from zoo.errors import ConfigError
-from zoo_tasks.timeseries.generation.corpus import DomainSource, folder_source, read_csv_series, read_domain
+from zoo_tasks.timeseries.generation.corpus import (
+    AUTO_ID,
+    DomainSource,
+    folder_source,
+    read_csv_series,
+    read_domain,
+    user_source,
+)
 from zoo_tasks.timeseries.generation.data import MultiDomainDataModule, balanced_index
 from zoo_tasks.timeseries.generation.fewshot import fewshot_set
 from zoo_tasks.timeseries.generation.windows import Normalizer, cut_windows, split_windows
@@ -78,6 +87,8 @@ def test_reader_reindexes_absent_rows_to_gaps_and_skips_code_rows(tmp_path):
         ("t,b\n2020-01-01 00:00,2\n2020-01-01 00:00,3\n", {"time_column": "t", "freq": "h"}, "repeated timestamp"),
         ("t,b\n2020-01-01 00:00,2\n2020-01-01 00:30,3\n", {"time_column": "t", "freq": "h"}, "not on the 'h' grid"),
         ("a,b\n1,2\n3,4,5\n", {}, "not a well-formed CSV"),
+        ("a,b\n1,2\n2,\n3,inf\n", {}, r"1 value\(s\) are not finite \(first: inf in column 'b', data row 3\)"),
+        ("t,b\ncodes,5\n1,2\n2,-inf\n", {"skip_rows": (1,)}, r"first: -inf in column 'b', data row 3\)"),
     ],
 )
 def test_each_bad_csv_gets_one_clear_error(tmp_path, text, source, message):
@@ -140,9 +151,115 @@ def test_datamodule_refuses_unseen_domains_in_pretraining_and_unknown_names():
         MultiDomainDataModule(domains=["nn5", "stock"], unseen=["stock"])
     with pytest.raises(ConfigError, match="unknown domain 'mars'; built-in domains: fred_md"):
         MultiDomainDataModule(domains=["mars"])
+    with pytest.raises(ConfigError, match=r"unseen: unknown domain 'mars'; .* or the path of a folder of CSVs"):
+        MultiDomainDataModule(domains=["nn5"], unseen=["mars"])
+    with pytest.raises(ConfigError, match=r"user_domains \['web'\] repeat built-in domain names"):
+        MultiDomainDataModule(domains=["nn5"], user_domains={"web": "/data/web"}, unseen=[])
+
+
+@pytest.mark.parametrize("cell", ["inf", "-inf"])
+def test_a_user_domain_with_an_infinite_cell_is_refused_naming_file_column_and_row(tmp_path, cell):
+    folder = _user_folder(tmp_path, "mine", n=50)
+    csv = tmp_path / "mine" / "s.csv"
+    lines = csv.read_text().splitlines()
+    lines[7] = lines[7].rsplit(",", 1)[0] + f",{cell}"  # data row 7, column b
+    lines[3] = lines[3].rsplit(",", 1)[0] + ","  # an empty cell is a gap, not an error
+    csv.write_text("\n".join(lines) + "\n")
+    dm = MultiDomainDataModule(domains=[], user_domains={"mine": folder}, unseen=[], seq_len=5)
+    with pytest.raises(
+        ConfigError, match=rf"{csv}: 1 value\(s\) are not finite \(first: {cell} in column 'b', data row 7\)"
+    ):
+        dm.setup()
+
+
+def _long_csv(path, ids=("north", "south"), n=120, shuffle=True, time="Date_Time"):
+    """Long format (``Sensor,Date_Time,Count``): one row per hour and sensor, rows in a scrambled order; sensor
+    ``i``'s count at hour ``t`` is ``1000 * i + t``."""
+    rows = [(s, t) for t in range(n) for s in range(len(ids))]
+    if shuffle:
+        rows = [rows[i] for i in np.random.default_rng(0).permutation(len(rows))]
+    stamp = np.datetime64("2024-03-01T00:00")
+    lines = [f"Sensor,{time},Count"]
+    lines += [
+        f"{ids[s]},{(stamp + np.timedelta64(t, 'h')).astype(str).replace('T', ' ')},{1000 * s + t}" for s, t in rows
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_long_format_csv_gives_one_series_per_id_in_time_order(tmp_path):
+    path = _long_csv(tmp_path / "counts.csv")
+    source, root = user_source("counts", path, time_column="Date_Time", id_column=AUTO_ID)
+    north, south = read_csv_series(root / path.name, source)  # ids in order of first appearance in the file
+    first = path.read_text().splitlines()[1].split(",")[0]
+    if first == "south":
+        north, south = south, north
+    assert np.array_equal(north, np.arange(120.0)) and np.array_equal(south, 1000 + np.arange(120.0))
+    named, _ = user_source("counts", path, time_column="Date_Time", id_column="Sensor")
+    assert len(read_csv_series(path, named)) == 2
+
+
+def test_a_long_format_csv_whose_ids_are_numbers_is_refused_with_how_to_reshape(tmp_path):
+    path = _long_csv(tmp_path / "counts.csv", ids=("17", "42"))
+    source, _ = user_source("counts", path, time_column="Date_Time", id_column=AUTO_ID)
+    with pytest.raises(ConfigError) as info:
+        read_csv_series(path, source)
+    message = str(info.value)
+    assert message.startswith(f"{path}: timestamp '2024-03-0") and "repeats in 'Date_Time'" in message
+    assert "name the id column with data.init_args.id_column" in message and "one column per series" in message
+    assert "\n" not in message
+    named, _ = user_source("counts", path, time_column="Date_Time", id_column="Sensor")
+    assert [s[0] for s in read_csv_series(path, named)] in ([0.0, 1000.0], [1000.0, 0.0])
+
+
+def test_an_unseen_domain_can_be_a_folder_a_csv_a_long_csv_or_a_user_domains_name(tmp_path):
+    """Few-shot generation for a new domain: every form of a user's unseen domain gets its few-shot set and its
+    cases, and a user domain named unseen leaves pre-training."""
+    folder = _user_folder(tmp_path, "shop", n=200)
+    wide_csv = tmp_path / "plant.csv"
+    wide_csv.write_text("date,power\n" + "\n".join(f"{i},{np.sin(i / 4):.4f}" for i in range(200)) + "\n")
+    long_csv = _long_csv(tmp_path / "sensors.csv", time="date")  # data.init_args.date_column names every file's
+    dm = MultiDomainDataModule(
+        domains=[],
+        user_domains={"pre": _user_folder(tmp_path, "pre"), "held": _user_folder(tmp_path, "held", n=100)},
+        unseen=[folder, str(wide_csv), str(long_csv), "held"],
+        seq_len=10,
+        ks=[3],
+        batch_size=8,
+    )
+    dm.setup()
+    assert dm.domain_names == ["pre"] and dm.unseen_names == ["shop", "plant", "sensors", "held"]
+    assert [(c.kind, c.name, c.k) for c in dm.cases] == [("indomain", "pre", 0)] + [
+        ("fewshot", name, 3) for name in ("shop", "plant", "sensors", "held")
+    ]
+    summary = dm.summary()
+    assert all(summary[name] == {"test": 2000, "k3": 3} for name in dm.unseen_names)
+    assert set(np.unique(dm.fewshot["sensors"].test // 1000)) == {0, 1}  # windows of both sensors
+    with pytest.raises(ConfigError, match=r"would be named 'pre', which is already a domain"):
+        MultiDomainDataModule(domains=[], user_domains={"pre": folder}, unseen=[str(tmp_path / "pre")])
+    with pytest.raises(ConfigError, match="domain 'nothing': no folder or CSV file at"):
+        MultiDomainDataModule(domains=[], user_domains={"pre": folder}, unseen=[str(tmp_path / "nothing")]).setup()
 
 
 def test_builtin_fred_md_skips_its_transformation_codes_row():
+    need_dataset("ts-corpus", files=["fred-md/current.csv"])
     dm_source = read_domain(__import__("zoo_tasks.timeseries.generation.corpus", fromlist=["x"]).DOMAINS["fred_md"])
     assert len(dm_source) == 128 and len(dm_source[0]) == 729  # 1959-01 .. 2019-09
     assert dm_source[0][0] == pytest.approx(2437.296)  # RPI, January 1959 (the row after 'Transform:')
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("Sensor,date,Count\na,1,2\na,1,3\nb,1,4\n", r"id 'a' has timestamp '1' twice \(data row 2\)"),
+        ("Sensor,date,Count\na,1,2\n,1,3\nb,1,4\n", r"empty id in column 'Sensor', data row 2"),
+        ("Sensor,date,Count\na,x,2\nb,x,3\n", r"column 'date' has an unparsable timestamp"),
+        ("Sensor,date,Kind,Count\na,1,k,2\nb,1,k,3\n", r"text columns \['Sensor', 'Kind'\] could each be it"),
+    ],
+)
+def test_each_bad_long_format_csv_gets_one_clear_error(tmp_path, text, message):
+    path = _csv(tmp_path / "long.csv", text)
+    source, _ = user_source("long", path, time_column="date", id_column=AUTO_ID)
+    with pytest.raises(ConfigError, match=message) as info:
+        read_csv_series(path, source)
+    assert str(info.value).startswith(f"{path}: ") and "\n" not in str(info.value)

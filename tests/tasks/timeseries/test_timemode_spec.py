@@ -1,10 +1,13 @@
 """TimeMoDE's spec: every row's config exists and builds, targets name methods that have rows, the unseen
-domains are never pre-training domains, and the bench program runs."""
+domains are never pre-training domains, the bench program runs, and a missing ``ts-corpus`` says where to get it."""
 
 from __future__ import annotations
 
-from zoo_testing import fit_parser
+import pytest
+from zoo_testing import REPO, fit_parser
 
+from zoo.data import resolve
+from zoo.errors import DatasetNotFoundError
 from zoo.leaderboard.targets import AtLeast
 from zoo.registry import discover
 from zoo_tasks.timeseries.generation import bench
@@ -79,3 +82,22 @@ def test_speed_bench_prints_a_row_per_model(capsys):
     small = ["--lengths", "8", "--batch", "4", "--steps", "1", "--samples", "4", "--sample-steps", "2"]
     assert bench.main([*small, "--channels", "3", "--unconditional"]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 4
+
+
+def test_a_missing_ts_corpus_says_where_each_folder_comes_from(tmp_path, monkeypatch):
+    """The not-found text is composed as "Source: <url>." (and "fetch it again from <url>"): ts-corpus's url names
+    a place, the docs section that lists the upstream repository of every folder its recipes read."""
+    monkeypatch.setenv("ZOO_DATA_MIRROR", "")
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    discover()  # registers the task catalogues
+    with pytest.raises(DatasetNotFoundError) as info:
+        resolve("ts-corpus")
+    message = str(info.value)
+    assert "assembled from" not in message
+    assert "the upstream repositories listed in docs/tasks/timemode.md, section 'The ts-corpus folders'" in message
+    docs = (REPO / "docs" / "tasks" / "timemode.md").read_text()
+    section = docs.split("## The ts-corpus folders", 1)[1].split("\n## ", 1)[0]
+    sources = [s for s in {**PRETRAIN_DOMAINS, **UNSEEN_DOMAINS}.values() if s.dataset == "ts-corpus"]
+    folders = {f.split("/")[0] for s in sources for f in s.files}
+    assert folders and all(f"`{folder}/`" in section for folder in folders), folders
