@@ -138,6 +138,7 @@ class DynamicLinkDataModule(pl.LightningDataModule):
             return
         graph = self.load()
         self.split = link_prediction_split(graph, self.hparams.val_ratio, self.hparams.test_ratio)
+        self._check_split_sizes()
         n = int(graph.node_features.shape[0] - 1)
         self.train_finder = NeighborFinder(self.split.train, n)
         self.full_finder = NeighborFinder(self.split.full, n)
@@ -145,6 +146,18 @@ class DynamicLinkDataModule(pl.LightningDataModule):
         self.edge_features = torch.from_numpy(graph.edge_features)
         self.train_dst = np.unique(self.split.train.dst)
         self.eval_negatives: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+
+    def _check_split_sizes(self) -> None:
+        """Refuse, in one line, a graph whose chronological split leaves a part without events (a small graph, or
+        one whose nodes all appear in the training period: no inductive, new-node events to test on)."""
+        empty = [part for part, size in self.split.sizes().items() if part != "masked_new_nodes" and size == 0]
+        if empty:
+            sizes = ", ".join(f"{k} {v}" for k, v in self.split.sizes().items())
+            raise ConfigError(
+                f"{self._file()}: DyGLib's chronological split (val_ratio {self.hparams.val_ratio}, test_ratio "
+                f"{self.hparams.test_ratio}) leaves no {' / '.join(empty)} events ({sizes}); the inductive parts need "
+                "nodes first seen after the training period: use a larger graph"
+            )
 
     def negatives(self, part: str, strategy: str) -> tuple[np.ndarray, np.ndarray]:
         key = (part, strategy)

@@ -151,3 +151,14 @@ def test_a_feature_beyond_float32_is_refused_as_inf(tmp_path):
     path.write_text("src,dst,timestamp,w\n1,2,3,0.5\n2,3,4,1e39\n")
     with pytest.raises(ConfigError, match=r"first: inf in column 'w', line 3\).*float32"):
         read_user_edges(path, feature_width=4)
+
+
+def test_a_graph_whose_split_has_no_new_node_events_is_refused_in_one_line(tmp_path):
+    """Three nodes, all seen in training: DyGLib's inductive parts are empty (the test set used to reach a
+    ValueError inside the negative sampler)."""
+    rows = [",u,i,ts,label,idx"] + [f"{k},{1 + k % 3},{1 + (k + 1) % 3},{float(k)},0,{k + 1}" for k in range(300)]
+    path = tmp_path / "ml_tri.csv"
+    path.write_text("\n".join(rows) + "\n")
+    dm = DynamicLinkDataModule(path=str(path))
+    with pytest.raises(ConfigError, match=r"ml_tri.csv: DyGLib's chronological split .* leaves no new_node_val / "):
+        dm.setup("test")
