@@ -15,7 +15,11 @@ checksums (``catalog``) and its ``zoo bench`` programs (``benchmarks``); the cor
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.resources
+import importlib.util
+import re
+import sys
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -23,6 +27,8 @@ from pathlib import Path
 from zoo.errors import ConfigError
 
 ENTRY_POINT_GROUP = "zoo.tasks"
+# import name -> distribution name, where the two differ by more than "-" / "_" / case
+DISTRIBUTION_OF = {"sklearn": "scikit-learn", "yaml": "PyYAML", "PIL": "pillow", "mammoth": "mammoth-moe"}
 
 
 @dataclass(frozen=True)
@@ -206,6 +212,93 @@ def task_package(module: str) -> str:
     return best or module.partition(".")[0]
 
 
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _missing_module(exc: BaseException | None) -> ModuleNotFoundError | None:
+    """The ModuleNotFoundError behind ``exc`` (itself, a cause or a context), if any."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, ModuleNotFoundError) and exc.name:
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _not_installed(top: str) -> bool:
+    if top in sys.modules:
+        return sys.modules[top] is None  # None: imports of it are blocked
+    try:
+        return importlib.util.find_spec(top) is None
+    except (ImportError, ValueError):
+        return True
+
+
+def _importer(exc: BaseException) -> str:
+    """The module whose import statement raised ``exc``: the innermost frame outside importlib."""
+    tb, name = exc.__traceback__, ""
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        if not module.startswith(("importlib", "_frozen_importlib")):
+            name = module
+        tb = tb.tb_next
+    return name
+
+
+def _extras_declaring(distribution: str, needed: str) -> list[str] | None:
+    """The extras of installed ``distribution`` that require ``needed`` ([] when it is a core dependency), or None
+    when ``distribution`` is not installed or does not declare ``needed``; read from its metadata."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        meta = importlib.metadata.metadata(distribution)
+        requires = importlib.metadata.requires(distribution) or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    extras = meta.get_all("Provides-Extra") or []
+    found: set[str] = set()
+    for line in requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if _normalize(req.name) != _normalize(needed):
+            continue
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            return []
+        found.update(e for e in extras if req.marker.evaluate({"extra": e}))
+    return sorted(found) if found else None
+
+
+def missing_dependency(exc: BaseException | None) -> str | None:
+    """One line for an import that failed because a third-party package is not installed, naming the package and
+    the extra of the importing distribution that installs it, e.g. ``zoo_tasks.graphs needs torch_geometric,
+    which is not installed: pip install 'moe-zoo[graphs]'``; None when ``exc`` is no such error (a module of the
+    importer's own package missing is a bug, not an install problem)."""
+    err = _missing_module(exc)
+    if err is None:
+        return None
+    top = err.name.partition(".")[0]
+    importer = _importer(err)
+    if not importer or importer.partition(".")[0] == top or not _not_installed(top):
+        return None
+    package = task_package(importer)
+    if package == importer.partition(".")[0]:  # no task holds it: name the importer's own package (zoo.tuning)
+        package = importer.rpartition(".")[0] or importer
+    needed = DISTRIBUTION_OF.get(top, top)
+    owners = importlib.metadata.packages_distributions().get(importer.partition(".")[0], [])
+    for owner in dict.fromkeys(owners):
+        extras = _extras_declaring(owner, needed)
+        if extras is None:
+            continue
+        preferred = [e for e in extras if e in package.split(".")] or extras
+        install = f"{owner}[{preferred[0]}]" if preferred else needed
+        return f"{package} needs {top}, which is not installed: pip install '{install}'"
+    return f"{package} needs {top}, which is not installed (and no extra declares it)"
+
+
 def load_object(dotted: str):
     """Import ``"package.module:attr"`` (or ``"package.module.attr"``) and return the attribute."""
     module_name, _, attr = dotted.partition(":")
@@ -228,7 +321,8 @@ def discover() -> list[PluginLoad]:
                 raise TypeError(f"entry point must name a zoo.registry.TaskSpec, got {type(spec).__name__}")
             loads.append(PluginLoad(ep.name, ep.value, spec, None))
         except Exception as exc:  # noqa: BLE001 - a broken plugin must not hide the others
-            loads.append(PluginLoad(ep.name, ep.value, None, f"{type(exc).__name__}: {exc}"))
+            error = missing_dependency(exc) or f"{type(exc).__name__}: {exc}"
+            loads.append(PluginLoad(ep.name, ep.value, None, error))
     return loads
 
 

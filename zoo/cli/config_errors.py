@@ -4,6 +4,7 @@ its valid choices, plus one tip; instead of a 55-line usage text. Used by ``ZooC
 from __future__ import annotations
 
 import difflib
+import importlib
 import inspect
 import re
 from typing import Any
@@ -64,6 +65,21 @@ def _type_name(text: str) -> str:
     return re.sub(r"<class '([^']+)'>", r"\1", text)
 
 
+def missing_dependency_in(message: str) -> str | None:
+    """One line when a class path of ``message`` failed to import because a third-party package is not installed
+    (``zoo.registry.missing_dependency``): jsonargparse's own text says only "No module named ...", so the class's
+    module is imported again to find which package and who needs it."""
+    from zoo.registry import missing_dependency
+
+    for class_path in dict.fromkeys(re.findall(r"Problem with given class_path '([^']+)'", message)):
+        try:
+            importlib.import_module(class_path.rpartition(".")[0])
+        except ImportError as exc:
+            if line := missing_dependency(exc):
+                return line
+    return None
+
+
 def summarize(message: str, parser: Any = None) -> tuple[str, str]:
     """(error line, choices line) for a jsonargparse error ``message``."""
     text = message.strip()
@@ -73,6 +89,10 @@ def summarize(message: str, parser: Any = None) -> tuple[str, str]:
     if m := re.search(r"unrecognized arguments: (\S+)", text):
         arg = m.group(1)
         return f"unknown option {arg}", _choices(_parser_keys(parser, arg), arg)
+    if m := re.search(r"Unexpected import path format: (\S+)", text):
+        given = m.group(1)
+        fix = f"; write {given.replace(':', '.')!r} (the 'module:Class' form is for TaskSpec)" if ":" in given else ""
+        return f"{outer or 'config'}.class_path: {given!r} is not a dotted class path{fix}", ""
     if m := re.search(r"File does not exist: '?([^'\n]+)'?", text):
         return f"{outer or 'config'}: file not found: {m.group(1)}", "paths are relative to the working directory"
     if class_path and (m := re.search(r"Option '([^']+)' is not accepted", text)):
@@ -152,4 +172,4 @@ class ZooArgumentParser(LightningArgumentParser):
         if not self.exit_on_error or debug_mode_active():
             return super().error(message, ex)
         self._logger.error(message)
-        raise ConfigError(short_message(message, self)) from None
+        raise ConfigError(missing_dependency_in(message) or short_message(message, self)) from None

@@ -133,14 +133,19 @@ def _run(argv: list[str]) -> int:
 
 def _user_error(exc: BaseException) -> BaseException | None:
     """The ZooError (or Lightning configuration error) behind ``exc``, if any (jsonargparse and Lightning may wrap
-    it). Imports nothing heavy: a failure before torch was imported can only be a ZooError itself."""
+    it), else a ConfigError naming a third-party package that is not installed and the extra that installs it.
+    Imports nothing heavy: a failure before torch was imported can only be a ZooError itself."""
+    from zoo.errors import ConfigError, ZooError
+    from zoo.registry import missing_dependency
+
     if "zoo.cli.config_errors" not in sys.modules and "pytorch_lightning" not in sys.modules:
-        from zoo.errors import ZooError
+        user = exc if isinstance(exc, ZooError) else None
+    else:
+        from zoo.cli.config_errors import user_error_in
 
-        return exc if isinstance(exc, ZooError) else None
-    from zoo.cli.config_errors import user_error_in
-
-    return user_error_in(exc)
+        user = user_error_in(exc)
+    missing = None if user is not None else missing_dependency(exc)
+    return user or (ConfigError(missing) if missing else None)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,18 +19,22 @@ to, because first-touching fresh memory inside the GEMMs cost as much as the GEM
 (``leaderboard/notes/moe_layer.md``). The cache keeps at most twice the most it had handed out at once;
 ``empty_cache()`` frees it, ``ZOO_MOE_POOL=off`` turns it off.
 
-Built once per machine with ``torch.utils.cpp_extension`` (about a minute), into torch's extension cache
-(``$TORCH_EXTENSIONS_DIR``, default ``~/.cache/torch_extensions``) under a name that includes the source's hash;
-where no C++ compiler is available, or with ``ZOO_MOE_KERNEL=off``, the Python loop runs instead (one warning).
+Built once per interpreter with ``torch.utils.cpp_extension`` (about a minute, announced in one line on stderr),
+into torch's extension cache (``$TORCH_EXTENSIONS_DIR``, default ``~/.cache/torch_extensions``) under a name hashed
+from the source and :func:`environment_key` (interpreter, Python, torch build, compiler flags): two virtual
+environments on one machine keep one build each instead of silently rebuilding each other's. Where no C++ compiler
+is available, or with ``ZOO_MOE_KERNEL=off``, the Python loop runs instead (one warning).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -223,6 +227,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 }
 """
 
+CFLAGS = ("-O2", "-std=c++20", "-fopenmp")
+LDFLAGS = ("-fopenmp",)
+
 _lock = threading.Lock()
 _state: dict[str, object] = {}
 
@@ -275,28 +282,62 @@ def kernel():
     return _state["module"]
 
 
-def _build():
-    if shutil.which(os.environ.get("CXX", "c++")) is None:
-        warnings.warn("zoo.moe: no C++ compiler found; segment matmuls use the slower Python loop", stacklevel=3)
-        return None
+def environment_key() -> dict[str, str]:
+    """What a built kernel depends on besides its source: this interpreter and its environment, the Python and
+    torch builds it links against, and the compiler and its flags. Each distinct key gets its own build folder."""
+    return {
+        "interpreter": sys.executable,
+        "prefix": sys.prefix,
+        "python": sys.version,
+        "torch": torch.__version__,
+        "torch_build": str(torch.version.git_version),
+        "torch_dir": str(Path(torch.__file__).resolve().parent),
+        "cxx": os.environ.get("CXX", "c++"),
+        "flags": " ".join(CFLAGS + LDFLAGS),
+    }
+
+
+def build_name(key: dict[str, str]) -> str:
+    """The extension's name (and so its folder in torch's extension cache) for the source built under ``key``."""
+    text = SOURCE + json.dumps(key, sort_keys=True)
+    return "zoo_segment_mm_" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _cpp_extension():
+    """``torch.utils.cpp_extension``, imported quietly."""
     log = logging.getLogger("torch.utils.cpp_extension")
     level = log.level
     log.setLevel(logging.ERROR)  # its import logs "No CUDA runtime is found" on every CPU machine
     try:
-        from torch.utils.cpp_extension import _get_build_directory, load_inline
+        from torch.utils import cpp_extension
     finally:
         log.setLevel(level)
+    return cpp_extension
 
-    name = "zoo_segment_mm_" + hashlib.sha256((SOURCE + torch.__version__).encode()).hexdigest()[:12]
-    path = Path(_get_build_directory(name, verbose=False))
+
+def build_folder(name: str) -> Path:
+    """Where torch's ``cpp_extension`` builds extension ``name`` (created if missing)."""
+    return Path(_cpp_extension()._get_build_directory(name, verbose=False))
+
+
+def _build():
+    if shutil.which(os.environ.get("CXX", "c++")) is None:
+        warnings.warn("zoo.moe: no C++ compiler found; segment matmuls use the slower Python loop", stacklevel=3)
+        return None
+    name = build_name(environment_key())
+    path = build_folder(name)
     if not any(path.glob("*.so")):
-        print("zoo.moe: building the segment-matmul kernel once for this machine (about a minute) ...", flush=True)
+        print(
+            f"zoo.moe: building the segment-matmul kernel for this interpreter (about a minute, once) into {path}",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
-        return load_inline(
+        return _cpp_extension().load_inline(
             name,
             cpp_sources=SOURCE,
-            extra_cflags=["-O2", "-std=c++20", "-fopenmp"],
-            extra_ldflags=["-fopenmp"],
+            extra_cflags=list(CFLAGS),
+            extra_ldflags=list(LDFLAGS),
             verbose=False,
         )
     # a broken toolchain must not stop training: fall back, say so once
