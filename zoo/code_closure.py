@@ -130,15 +130,19 @@ def _config_class_paths(config: object) -> set[str]:
     return found
 
 
-def closure(roots: Iterable[str], package_roots: Mapping[str, Path] | None = None) -> dict[str, Path]:
-    """Every first-party module reachable from ``roots`` (module names), name -> file."""
+def closure(
+    roots: Iterable[str], package_roots: Mapping[str, Path] | None = None, stop: Iterable[str] = ()
+) -> dict[str, Path]:
+    """Every first-party module reachable from ``roots`` (module names), name -> file. Modules in ``stop`` are
+    neither included nor followed (a benchmark's record writer: it cannot change the numbers it writes down)."""
     tree = _Tree(package_roots if package_roots is not None else installed_roots())
     module_string = _module_string(tree.roots)
     seen: dict[str, Path] = {}
+    stopped = set(stop)
     pending = list(roots)
     while pending:
         name = pending.pop()
-        if name in seen:
+        if name in seen or name in stopped:
             continue
         path = tree.file(name)
         if path is None:  # a class inside a module, a third-party name, or a module that does not exist
@@ -168,10 +172,12 @@ def run_sources(config: Mapping, package_roots: Mapping[str, Path] | None = None
     return closure(run_roots(config), package_roots)
 
 
-def closure_hash(roots: Iterable[str], package_roots: Mapping[str, Path] | None = None) -> str:
-    """sha256 over the sorted (module name, bytes) of the closure of ``roots``."""
+def closure_hash(
+    roots: Iterable[str], package_roots: Mapping[str, Path] | None = None, stop: Iterable[str] = ()
+) -> str:
+    """sha256 over the sorted (module name, bytes) of the closure of ``roots`` (``stop``: see ``closure``)."""
     digest = hashlib.sha256()
-    for name, path in sorted(closure(roots, package_roots).items()):
+    for name, path in sorted(closure(roots, package_roots, stop).items()):
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 

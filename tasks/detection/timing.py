@@ -4,13 +4,19 @@
     zoo bench dronedino-step --moe none --tasks ir --size 128 --max-images 16 --steps 40   # a learning check
 
 Prints one line per run: seconds per training step (and per inference batch), parameters, the first and last
-losses. Single-threaded unless ``--threads`` says otherwise (the notes' numbers: ``--threads 1``).
+losses, and writes them as a benchmark record (``zoo.bench.provenance``): ``--leaderboard`` into
+``leaderboard/results/bench/dronedino-step/``, ``--out FILE``, else ``runs/bench/dronedino-step/``.
+Single-threaded unless ``--threads`` says otherwise (the notes' numbers: ``--threads 1``).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+
+from zoo.bench.provenance import BenchRun, add_output_arguments, output_path
+
+MODULE = "zoo_tasks.detection.timing"  # with the DroneDINO module and its data (its closure)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--max-images", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1)
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
+    bench = BenchRun("dronedino-step", [MODULE], argv)
 
     import torch
 
@@ -64,4 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         f"inference s/batch={infer:.2f} first losses={losses[:4]} last losses={losses[-4:]}",
         flush=True,
     )
+    numbers = {"params_m": params, "step_s": times, "inference_s": infer, "losses": losses}
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "leaderboard")}
+    bench.write({"settings": settings, **numbers}, output_path("dronedino-step", args.out, args.leaderboard))
     return 0

@@ -6,21 +6,24 @@
 Each architecture runs a real ``SACAgent`` fit (act, store, 2 SAC updates per agent step) in this process; the
 clock covers only the learning phase (after the random warm-up), and runs are interleaved (dense, MoE, dense, ...)
 so that a shared machine's load hits every architecture alike. Prints the table and the MoE / dense ratios, and
-writes JSON: by default ``runs/bench/scalemoe/<date>-<HHMM>-critic<width>.json`` (under the working directory);
-with ``--leaderboard`` the same name in ``leaderboard/results/scalemoe/bench/``, the files the leaderboard page
-reads (its speed table and speed target); with ``--out FILE`` that file.
+writes a benchmark record (``zoo.bench.provenance``: commit, source hash, machine, command, every run): by default
+``runs/bench/scalemoe/<timestamp>-critic<width>.json`` (under the working directory); with ``--leaderboard`` the
+same name in ``leaderboard/results/scalemoe/bench/``, the records the leaderboard page reads (its speed table and
+speed target); with ``--out FILE`` that file.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 import warnings
 from pathlib import Path
 
+from zoo.bench.provenance import BenchRun, add_output_arguments, output_path, record_folder
+
+MODULE = "zoo_tasks.rl.bench"  # with the SAC agent, its networks and environments (its closure)
 ARCHITECTURES = ("simba", "scalemoe-output", "scalemoe-feature")
 LOOP_PREFIX = "loop:"
 
@@ -44,23 +47,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also run each MoE architecture with zoo.moe's previous Python segment loop, as 'loop:<architecture>'",
     )
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--out", type=Path, default=None, help="the JSON file to write")
-    where.add_argument(
-        "--leaderboard",
-        action="store_true",
-        help="write into leaderboard/results/scalemoe/bench/ (what the page reads); default: runs/bench/scalemoe/",
-    )
+    add_output_arguments(p)
     return p
 
 
 def output_dir(leaderboard: bool) -> Path:
     """Where a result goes without ``--out``: the leaderboard's benchmark folder only when asked for."""
-    if leaderboard:
-        from zoo.leaderboard.record import results_dir
-
-        return results_dir("scalemoe") / "bench"
-    return Path("runs") / "bench" / "scalemoe"
+    return record_folder("scalemoe") if leaderboard else Path("runs") / "bench" / "scalemoe"
 
 
 def measure(architecture: str, args: argparse.Namespace, seed: int) -> dict:
@@ -119,6 +112,7 @@ def measure(architecture: str, args: argparse.Namespace, seed: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    bench = BenchRun("scalemoe", [MODULE], argv)
     import torch
 
     warnings.filterwarnings("ignore")
@@ -151,18 +145,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{arch:18s} {s['env_steps_per_s']:12.1f} {s['updates_per_s']:10.1f} {size:>22s} {ratio:>9s}")
     result = {
         "benchmark": "scalemoe env steps per second (training included, learning phase)",
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "torch": torch.__version__,
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "leaderboard")},
         "results": summary,
         "runs": runs,
     }
-    out = args.out or output_dir(args.leaderboard) / (
-        time.strftime("%Y-%m-%d-%H%M") + f"-critic{args.critic_hidden}.json"
-    )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+    out = output_path("scalemoe", args.out, args.leaderboard, suffix=f"-critic{args.critic_hidden}")
+    bench.write(result, out, threads=args.threads)
     return 0
 
 

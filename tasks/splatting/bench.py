@@ -1,14 +1,19 @@
 """``zoo bench splat``: forward + backward time and peak memory of the tile rasteriser vs the dense reference.
 
-Random scenes of N Gaussians in front of one camera, sized so each covers a few pixels (as in a trained scene);
-each (method, image size, N) runs in a fresh subprocess so its peak resident memory (CPU) or peak allocated memory
-(CUDA) is its own. On CPU the children run with ``MALLOC_MMAP_THRESHOLD_=1048576`` (``--glibc-default`` turns it off):
+Random scenes of N Gaussians in front of one camera, sized so each covers a few pixels (as in a trained scene).
+Every measurement (one forward + backward of one render) runs in a fresh subprocess, after a warm-up render of a
+tiny scene (the first checkpointed call imports ``torch._dynamo``: seconds), so its peak resident memory (CPU) or
+peak allocated memory (CUDA) is its own; ``--repeat N`` measures each (image size, N) N times, the methods
+interleaved (tiles, dense, tiles, dense, ...) so that a shared machine's load hits both alike, and reports the
+median. On CPU the children run with ``MALLOC_MMAP_THRESHOLD_=1048576`` (``--glibc-default`` turns it off):
 glibc then returns every freed block of 1 MiB or more to the system, so the peak RSS growth measures what the
 rasteriser holds, not heap fragmentation (with the default, freed chunks stay in the heap: 7 GB for the dense
-reference at 200 px / 5000 Gaussians); the page faults this costs slow both methods. Prints a table and, with
-``--json``, writes the measurements.
+reference at 200 px / 5000 Gaussians); the page faults this costs slow both methods. Prints a table and writes a
+benchmark record (``zoo.bench.provenance``: commit, source hash, machine, command, every measurement):
+``--leaderboard`` into ``leaderboard/results/bench/splat/``, where the MoE-GS page reads its rasteriser claim;
+``--out FILE`` (or ``--json FILE``); else ``runs/bench/splat/``.
 
-    zoo bench splat --sizes 100,200 --gaussians 5000,20000 --methods tiles,dense --json /tmp/splat.json
+    zoo bench splat --sizes 200 --gaussians 20000 --methods tiles,dense --repeat 3 --leaderboard
 
 ``--train-steps`` instead times training steps on the D-NeRF standup scene at ``--downscale``, with randomly
 initialised experts of each ``--gaussians`` count (what the benchmark rows are sized from): one ``ExpertGS`` step
@@ -23,7 +28,6 @@ the ratio to the first device printed beside each step.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import os
 import resource
@@ -31,7 +35,11 @@ import sys
 import time
 from queue import Empty
 
+from zoo.bench.provenance import BenchRun, add_output_arguments, output_path
+
 METHODS = ("tiles", "dense", "gsplat_cuda")
+MODULE = "zoo_tasks.splatting.bench"  # with the rasterisers and the training step it times (its closure)
+WARM_UP = (16, 64)  # image size, Gaussians of the warm-up render in each measurement's process
 
 
 def make_scene(num: int, size: int, seed: int = 0, device: str = "cpu"):
@@ -52,45 +60,48 @@ def make_scene(num: int, size: int, seed: int = 0, device: str = "cpu"):
     return [t.to(device) for t in (means, quats, scales, opacities, colors, viewmat, K)]
 
 
-def _measure(method: str, size: int, num: int, repeat: int, queue) -> None:
+def _render_once(method: str, size: int, num: int) -> float:
+    """Seconds of one forward + backward render of a random scene (``make_scene``)."""
     import torch
 
-    torch.set_num_threads(1)
     from zoo_tasks.splatting.render import render
 
     device = "cuda" if method == "gsplat_cuda" else "cpu"
     means, quats, scales, opac, colors, viewmat, K = make_scene(num, size, device=device)
-    leaves = [t.requires_grad_(True) for t in (means, scales, opac, colors)]
-    backend = "gsplat_cuda" if method == "gsplat_cuda" else method
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # before run 0: includes the warm-up's peak
-    times = []
-    for i in range(repeat + 1):  # run 0 warms up (the first checkpoint call imports torch._dynamo: seconds)
-        if device == "cuda":
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-        start = time.perf_counter()
-        out, alpha = render(means, quats, scales, opac, colors, viewmat, K, size, size, backend=backend)
-        (out.sum() + alpha.sum()).backward()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        if i:
-            times.append(time.perf_counter() - start)
-        for t in leaves:
-            t.grad = None
+    for t in (means, scales, opac, colors):
+        t.requires_grad_(True)
     if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    out, alpha = render(means, quats, scales, opac, colors, viewmat, K, size, size, backend=method)
+    (out.sum() + alpha.sum()).backward()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def _measure(method: str, size: int, num: int, queue) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    _render_once(method, *WARM_UP)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # after the warm-up: the tiny scene's peak is below
+    seconds = _render_once(method, size, num)
+    if method == "gsplat_cuda":
         peak_mb = torch.cuda.max_memory_allocated() / 2**20
     else:
         peak_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024  # KiB on Linux
-    queue.put({"method": method, "size": size, "gaussians": num, "seconds": min(times), "peak_mb": peak_mb})
+    queue.put({"method": method, "size": size, "gaussians": num, "seconds": seconds, "peak_mb": peak_mb})
 
 
-def measure(method: str, size: int, num: int, repeat: int = 1, glibc_default: bool = False) -> dict:
-    """One measurement in a fresh spawned process."""
+def measure(method: str, size: int, num: int, glibc_default: bool = False) -> dict:
+    """One measurement (after a warm-up render of a tiny scene) in a fresh spawned process."""
     if not glibc_default:
         os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(1 << 20))  # inherited by the spawned child
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_measure, args=(method, size, num, repeat, queue))
+    proc = ctx.Process(target=_measure, args=(method, size, num, queue))
     proc.start()
     while True:  # a child that dies (an import error, a CUDA fault) puts nothing: fail instead of waiting forever
         try:
@@ -173,58 +184,74 @@ def _ints(text: str) -> list[int]:
     return [int(v) for v in text.split(",") if v]
 
 
+def _train_steps_main(ns: argparse.Namespace) -> dict:
+    """``--train-steps``: every step timed on every device, printed with its ratio to the first device."""
+    devices = [d for d in ns.devices.split(",") if d]
+    rows = []
+    for num in _ints(ns.gaussians):
+        per_device = [train_steps(ns.downscale, num, max(1, ns.repeat), d) for d in devices]
+        for first, *others in zip(*per_device, strict=True):
+            for r in (first, *others):
+                ratio = f"  {first['seconds'] / r['seconds']:.1f}x vs {first['device']}" if r is not first else ""
+                print(
+                    f"{r['step']:<22} {r['device']:<5} downscale {r['downscale']} {r['gaussians']:>6} Gaussians "
+                    f"{r['seconds']:.4f} s/step{ratio}"
+                )
+                rows.append(r)
+    return {"mode": "train-steps", "rows": rows}
+
+
+def _cell(size: int, num: int, methods: list[str], runs: list[dict]) -> dict:
+    """The medians of one (image size, Gaussians) cell and each method's speed-up over the first method."""
+    cell: dict = {"size": size, "gaussians": num}
+    for m in methods:
+        mine = [r for r in runs if r["method"] == m]
+        cell[f"{m}_s"] = _median([r["seconds"] for r in mine])
+        cell[f"{m}_peak_mb"] = _median([r["peak_mb"] for r in mine])
+    for m in methods[1:]:  # >1: the first method is that many times faster than m
+        cell[f"speedup_vs_{m}"] = cell[f"{m}_s"] / cell[f"{methods[0]}_s"]
+    return cell
+
+
+def _raster_main(ns: argparse.Namespace, methods: list[str]) -> dict:
+    """The rasterisers side by side: every (size, Gaussians) cell, ``--repeat`` interleaved measurements each."""
+    cells, measurements = [], []
+    for size in _ints(ns.sizes):
+        for num in _ints(ns.gaussians):
+            runs = []
+            for repeat in range(max(1, ns.repeat)):
+                for m in methods:
+                    runs.append({**measure(m, size, num, ns.glibc_default), "repeat": repeat})
+                    print(f"{size:>5} px {num:>7} Gaussians {m:<12} repeat {repeat}: {runs[-1]['seconds']:.3f} s, "
+                          f"{runs[-1]['peak_mb']:.1f} MB", flush=True)  # fmt: skip
+            measurements += runs
+            cells.append(_cell(size, num, methods, runs))
+            ratios = "".join(f", {methods[0]} {cells[-1][f'speedup_vs_{m}']:.3g}x faster than {m}" for m in methods[1:])
+            print(f"{size:>5} px {num:>7} Gaussians: median of {max(1, ns.repeat)}{ratios}", flush=True)
+    return {"mode": "raster", "methods": methods, "cells": cells, "measurements": measurements}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="zoo bench splat", description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="64,100,200", help="image sizes (square), comma-separated")
     p.add_argument("--gaussians", default="5000,20000", help="Gaussian counts, comma-separated")
     p.add_argument("--methods", default="tiles,dense", help=f"of {', '.join(METHODS)}")
-    p.add_argument("--repeat", type=int, default=1, help="runs per cell; the fastest is reported")
-    p.add_argument("--json", default="", help="write the rows to this file")
+    p.add_argument("--repeat", type=int, default=1, help="measurements per cell and method; the median is reported")
     p.add_argument("--glibc-default", action="store_true", help="keep glibc's malloc settings (RSS then overstates)")
     p.add_argument("--train-steps", action="store_true", help="time expert and router training steps on standup")
     p.add_argument("--downscale", type=int, default=8, help="with --train-steps: D-NeRF downscale factor")
     p.add_argument("--devices", default="cpu", help="with --train-steps: devices to time side by side, e.g. cpu,cuda")
+    add_output_arguments(p, aliases=("--json",))
     ns = p.parse_args(argv)
-    if ns.train_steps:
-        devices = [d for d in ns.devices.split(",") if d]
-        rows = []
-        for num in _ints(ns.gaussians):
-            per_device = [train_steps(ns.downscale, num, max(1, ns.repeat), d) for d in devices]
-            for first, *others in zip(*per_device, strict=True):
-                for r in (first, *others):
-                    ratio = f"  {first['seconds'] / r['seconds']:.1f}x vs {first['device']}" if r is not first else ""
-                    print(
-                        f"{r['step']:<22} {r['device']:<5} downscale {r['downscale']} {r['gaussians']:>6} Gaussians "
-                        f"{r['seconds']:.4f} s/step{ratio}"
-                    )
-                    rows.append(r)
-        if ns.json:
-            with open(ns.json, "w") as fh:
-                json.dump(rows, fh, indent=1)
-        return 0
     methods = [m for m in ns.methods.split(",") if m]
     unknown = sorted(set(methods) - set(METHODS))
-    if unknown:
+    if unknown and not ns.train_steps:
         print(f"zoo bench splat: unknown method(s) {unknown}; choose from {', '.join(METHODS)}", file=sys.stderr)
         return 2
-    rows = []
-    header = " ".join(f"{m + ' s':>12} {m + ' MB':>12}" for m in methods)
-    print(f"{'size':>5} {'gaussians':>9} {header}  speed vs {methods[0]}")
-    for size in _ints(ns.sizes):
-        for num in _ints(ns.gaussians):
-            cell = {m: measure(m, size, num, ns.repeat, ns.glibc_default) for m in methods}
-            rows.extend(cell.values())
-            line = f"{size:>5} {num:>9} " + " ".join(
-                f"{cell[m]['seconds']:>12.3f} {cell[m]['peak_mb']:>12.1f}" for m in methods
-            )
-            first = methods[0]
-            line += "".join(
-                f"  {m} {cell[first]['seconds'] / cell[m]['seconds']:.3g}x" for m in methods[1:]
-            )  # the speed of each method relative to the first: >1 means faster than the first
-            print(line, flush=True)
-    if ns.json:
-        with open(ns.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+    bench = BenchRun("splat", [MODULE], argv)
+    result = _train_steps_main(ns) if ns.train_steps else _raster_main(ns, methods)
+    settings = {k: v for k, v in vars(ns).items() if k not in ("out", "leaderboard")}
+    bench.write({**result, "settings": settings}, output_path("splat", ns.out, ns.leaderboard), threads=1)
     return 0
 
 

@@ -14,6 +14,8 @@ def test_bench_quick_runs_each_regime_in_its_own_process(tmp_path):
     argv += ["--regimes", "idle-unset,contended-passive", "--rows", ",".join(ROWS), "--companion-threads", "1"]
     assert main(argv) == 0
     result = json.loads(out.read_text())
+    assert result["command"] == "zoo bench moe " + " ".join(argv)  # a benchmark record (zoo.bench.provenance)
+    assert result["source_hash"] and result["commit"] and result["machine"]["regime"] == "idle-unset,contended-passive"
     assert list(result["regimes"]) == ["idle-unset", "contended-passive"]
     for name, policy in (("idle-unset", "unset"), ("contended-passive", "PASSIVE")):
         regime = result["regimes"][name]

@@ -14,15 +14,17 @@ adds on top of the parameters (activations, gradients, temporaries), with glibc'
 256 KiB so freed tensors leave the RSS at once. ``tracemalloc`` cannot see torch's CPU allocator, hence RSS.
 
     python -m zoo.bench.moe [--quick] [--out PATH.json] [--experts 8,64,256] [--reps 5] [--regimes a,b]
+
+The result is a benchmark record (``zoo.bench.provenance``: commit, source hash, machine, command), by default in
+``leaderboard/results/moe_layer/``; the page (``leaderboard/moe_layer.md``) judges its targets only on a file
+that carries that provenance.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -36,6 +38,7 @@ import torch
 from torch import nn
 
 from zoo.bench import roofline
+from zoo.bench.claims import has_provenance, provenance_line
 from zoo.bench.contention import LABELS, REGIMES, companion, env_for
 from zoo.bench.moe_baselines import (
     DenseFloor,
@@ -47,6 +50,7 @@ from zoo.bench.moe_baselines import (
     PaddedBMM,
     UnbindLoop,
 )
+from zoo.bench.provenance import BenchRun, output_path
 from zoo.moe import MoE, segment_kernel
 
 ROWS = {
@@ -61,6 +65,7 @@ ROWS = {
     "unbind": "variant: autograd loop over weight.unbind(0)",
 }
 DEFAULT_ROWS = "floor,ours,ours_loop,gshard,grouped_mm,padded_bmm"
+MODULE = "zoo.bench.moe"  # with zoo.moe, the baselines, the roofline and the contention regimes (its closure)
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -94,17 +99,6 @@ def _reset_peak() -> bool:
         return True
     except OSError:
         return False
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 class _LoopDefault(OutputOnly):
@@ -342,8 +336,38 @@ def render_roofline(result: dict) -> list[str]:
     return lines + [""]
 
 
-def render_markdown(result: dict) -> str:
-    c, m = result["config"], result["machine"]
+def _machine_line(result: dict) -> str:
+    """The machine and the date; a record's versions, or an older file's own torch / Python fields."""
+    m, versions = result["machine"], result.get("versions", {})
+    torch_version, python = m.get("torch", versions.get("torch", "?")), m.get("python", versions.get("python", "?"))
+    return f"Machine: {m['cpu']}, {m['cores']} cores, torch {torch_version}, Python {python}; {result['date']}."
+
+
+NO_PROVENANCE = (
+    "**No benchmark record.** This file has no commit or source hash: it was written before benchmark records "
+    "carried them (`zoo.bench.provenance`), so its numbers are shown and its targets are not judged. A new "
+    "`zoo bench moe` run writes a record with both."
+)
+
+
+def provenance_lines(result: dict, path: Path | None) -> list[str]:
+    """Which record the page shows and what made it, or that the file has no provenance."""
+    if not has_provenance(result):
+        return [NO_PROVENANCE, ""]
+    return [provenance_line(path, result) if path else f"Commit {result['commit'][:12]}.", ""]
+
+
+def targets_lines(result: dict) -> list[str]:
+    """The targets, judged only on a file with provenance (a record); an older file's numbers, not judged."""
+    targets = check_targets(result)
+    if has_provenance(result):
+        return [f"- {t}" for t in targets]
+    return [f"- {t.rsplit(' — ', 1)[0]} — not judged (no benchmark record)" for t in targets]
+
+
+def render_markdown(result: dict, path: Path | None = None) -> str:
+    """The page of one ``zoo bench moe`` result (``path``: its file, named on the page)."""
+    c = result["config"]
     es = c["experts"]
     lines = [
         "# MoE layer benchmark (`zoo bench moe`)",
@@ -353,8 +377,9 @@ def render_markdown(result: dict) -> str:
         f"{c['reps']} interleaved repetitions per cell. Contended = a companion process running a 2-thread loop of "
         "1024² GEMMs on the same cores (`zoo.bench.contention`).",
         "",
-        f"Machine: {m['cpu']}, {m['cores']} cores, torch {m['torch']}, Python {m['python']}; {result['date']}.",
+        _machine_line(result),
         "",
+        *provenance_lines(result, path),
         "How the dispatch was chosen, and what is still open: [notes/moe_layer.md](notes/moe_layer.md).",
         "",
         "Peak memory = peak RSS during one step (Linux VmHWM, reset via /proc/self/clear_refs) minus RSS before it "
@@ -368,7 +393,7 @@ def render_markdown(result: dict) -> str:
         lines += render_regime(name, regime, es)
     lines += render_roofline(result)
     lines += render_faults(result)
-    lines += ["## Targets", ""] + [f"- {t}" for t in result["targets"]]
+    lines += ["## Targets", "", *targets_lines(result)]
     lines += ["", "## Notes", "", NOTES.rstrip(), "", f"Command: `{result['command']}`", ""]
     return "\n".join(lines)
 
@@ -490,7 +515,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.render:
         result = json.loads(args.render.read_text())
         result["targets"] = check_targets(result)
-        (args.markdown or REPO / "leaderboard" / "moe_layer.md").write_text(render_markdown(result))
+        page = render_markdown(result, args.render.resolve())
+        (args.markdown or REPO / "leaderboard" / "moe_layer.md").write_text(page)
         return 0
     if args.quick:
         args.dim, args.hidden, args.top_k = 32, 64, 2
@@ -518,19 +544,8 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         p.error(f"unknown regimes {', '.join(bad)}; valid: {', '.join(REGIMES)}")
     raw = list(argv if argv is not None else sys.argv[1:])
-    date = dt.date.today().isoformat()
-    result = {
-        "date": date,
-        "command": "python -m zoo.bench.moe " + " ".join(raw),
-        "config": _config(args, experts),
-        "machine": {
-            "cpu": cpu_model(),
-            "cores": os.cpu_count(),
-            "torch": torch.__version__,
-            "python": platform.python_version(),
-        },
-        "regimes": {},
-    }
+    bench = BenchRun("moe", [MODULE], raw)
+    result = {"config": _config(args, experts), "regimes": {}}
     segment_kernel.kernel()  # one build, before the children (they load it from the cache)
     with tempfile.TemporaryDirectory() as tmp:
         for name in regimes:
@@ -545,13 +560,12 @@ def main(argv: list[str] | None = None) -> int:
                 return code
             result["regimes"][name] = json.loads(part.read_text())
     result["targets"] = check_targets(result)
-    out = args.out or REPO / "leaderboard" / "results" / "moe_layer" / f"{date}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = output_path("moe", args.out, leaderboard=True)  # a full run's default: the page's folder
+    result = bench.write(result, out, threads=args.threads, regime=",".join(regimes))
     md_path = args.markdown or (
         out.with_suffix(".md") if args.quick or args.out else REPO / "leaderboard" / "moe_layer.md"
     )
-    md_path.write_text(render_markdown(result))
+    md_path.write_text(render_markdown(result, out.resolve()))
     print(md_path.read_text())
     return 0
 

@@ -1,7 +1,7 @@
 """Plain vs fast Riemannian attention of DyGMoCE's curvature experts, time and peak memory side by side.
 
     zoo bench dygmoce [--lengths 64] [--batch 32] [--dim 200] [--heads 2] [--curvatures -1 0 1] [--repeats 3]
-                      [--no-backward] [--threads 1] [--out FILE]
+                      [--no-backward] [--threads 1] [--leaderboard | --out FILE]
 
 One ``CurvatureAttention`` expert (``riemann.py``) per curvature, forward + backward on (batch, L, dim) inputs
 after a warm-up pass on a batch of 2 (geoopt's TorchScript functions compile on first use), the
@@ -9,20 +9,23 @@ two implementations interleaved (plain, fast, plain, ...) so that a shared machi
 task's sequence length is L = 2 x 32 / patch 1 = 64 (DyGFormer on UCI: source + destination first-hop sequences);
 dim 200 = 4 channels x 50, 2 heads (DyGLib's DyGFormer defaults). Peak memory: on CUDA
 ``torch.cuda.max_memory_allocated``; on CPU the rise of the peak resident set size (``ru_maxrss``) of a fresh
-subprocess per measurement, above its level after building the inputs. Prints the table and the ratios, writes
-JSON to ``--out`` (default ``runs/bench/dygmoce/<date>-<HHMM>.json`` under the working directory).
+subprocess per measurement, above its level after building the inputs. Prints the table and the ratios and
+writes a benchmark record (``zoo.bench.provenance``: commit, source hash, machine, command, every measurement):
+``--leaderboard`` into ``leaderboard/results/bench/dygmoce/``, where the DyGMoCE page reads its fast-attention
+claim; ``--out FILE``; else ``runs/bench/dygmoce/``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import statistics
 import time
-from pathlib import Path
+
+from zoo.bench.provenance import BenchRun, add_output_arguments, output_path
 
 IMPLS = ("plain", "fast")
+MODULE = "zoo_tasks.graphs.dynamic.bench"  # with riemann.py (its closure): what the record's source hash covers
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-backward", action="store_true", help="time the forward pass only")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--out", type=Path, default=None)
+    add_output_arguments(p)
     return p
 
 
@@ -92,13 +95,16 @@ def measure(impl: str, length: int, curvature: float, args: argparse.Namespace) 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    rows = []
+    bench = BenchRun("dygmoce", [MODULE], argv)
+    rows, measurements = [], []
     for length in args.lengths:
         for curvature in args.curvatures:
             runs: dict[str, list[dict]] = {i: [] for i in IMPLS}
-            for _ in range(args.repeats):
+            for repeat in range(args.repeats):
                 for impl in IMPLS:
                     runs[impl].append(measure(impl, length, curvature, args))
+                    measurements.append({"length": length, "curvature": curvature, "repeat": repeat, "impl": impl})
+                    measurements[-1].update(runs[impl][-1])
             row = {"length": length, "curvature": curvature}
             for impl in IMPLS:
                 row[f"{impl}_s"] = statistics.median(r["seconds"] for r in runs[impl])
@@ -113,19 +119,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"memory -{mem}",
                 flush=True,
             )
-    import torch
+    import zoo_tasks.graphs.dynamic.riemann  # noqa: F401  (loaded here too: the record's versions name geoopt)
 
     result = {
         "benchmark": "DyGMoCE plain vs fast Riemannian attention (one expert, forward"
         + ("" if args.no_backward else " + backward")
         + ")",
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "torch": torch.__version__,
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "leaderboard")},
         "rows": rows,
+        "measurements": measurements,
     }
-    out = args.out or Path("runs/bench/dygmoce") / f"{time.strftime('%Y-%m-%d-%H%M', time.gmtime())}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+    bench.write(result, output_path("dygmoce", args.out, args.leaderboard), threads=args.threads)
     return 0

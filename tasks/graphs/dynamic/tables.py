@@ -2,7 +2,8 @@
 curvature, whether the routing is unimodal over curvature-ordered experts (the ranking constraint's claim), and
 routing against the local topology of the source node (issue 18's diagnostics).
 
-Metrics, targets and the routing summary are the generic renderer's.
+Metrics, targets and the routing summary are the generic renderer's. The fast-attention claim is judged on the
+newest ``zoo bench dygmoce --leaderboard`` record at the task's size (``zoo.bench.claims``).
 """
 
 from __future__ import annotations
@@ -10,10 +11,16 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from zoo.bench.claims import claim, claims_table, newest, no_record, provenance_line
 from zoo.leaderboard.render import finite_mean, fmt_value
 from zoo.registry import repository_root
 
 RESULTS = "leaderboard/results/dygmoce"
+# The issue's fast-attention targets (the paper reports 27.5 % faster and 52.6 % less memory), at the task's size:
+# L = 2 x 32 (source + destination first-hop sequences), dim 200 = 4 channels x 50, 2 heads, forward + backward.
+TIME_SAVED, MEMORY_SAVED = 0.25, 0.40
+TASK_SIZE = {"dim": 200, "heads": 2, "no_backward": False}
+TASK_LENGTH = 64
 
 
 def _mean_lists(lists: list[list[float]]) -> list[float]:
@@ -21,13 +28,15 @@ def _mean_lists(lists: list[list[float]]) -> list[float]:
     return [finite_mean([v[i] for v in lists if i < len(v) and v[i] is not None]) for i in range(width)]
 
 
-def dygmoce_tables(records, results: Path | None = None) -> str:
+def dygmoce_tables(records, results: Path | None = None, leaderboard: Path | None = None) -> str:
     """Markdown for the DyGMoCE runs' diagnostics (means over seeds), with two figures drawn into
-    ``results/figures`` (default: this checkout's ``leaderboard/results/dygmoce``)."""
+    ``results/figures`` (default: this checkout's ``leaderboard/results/dygmoce``), then the fast-attention claim
+    from the benchmark records under ``leaderboard`` (default: this checkout's)."""
     results = repository_root() / RESULTS if results is None else Path(results)
+    speed = "\n".join(fast_attention_lines(leaderboard))
     runs = [r for r in records if r.method == "dygmoce" and (r.extra or {}).get("curvatures")]
     if not runs:
-        return ""
+        return speed
     curv, unimodal, profile, rho, quartiles = (defaultdict(list) for _ in range(5))
     for r in runs:
         extra = r.extra
@@ -61,7 +70,61 @@ def dygmoce_tables(records, results: Path | None = None) -> str:
     lines.append("")
     figures = _figures(profile, quartiles, results)
     lines += [f"![{name}](results/dygmoce/{rel})" for name, rel in figures] + ([""] if figures else [])
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n" + speed
+
+
+def _task_sized(record: dict) -> bool:
+    """A ``zoo bench dygmoce`` record that measured the task's attention (``TASK_SIZE``, L = ``TASK_LENGTH``)."""
+    settings = record.get("settings", {})
+    size = all(settings.get(k) == v for k, v in TASK_SIZE.items())
+    return size and TASK_LENGTH in settings.get("lengths", []) and bool(record.get("measurements"))
+
+
+def _pairs(record: dict) -> list[tuple[dict, dict]]:
+    """(plain, fast) measurements of one repeat at one curvature, L = ``TASK_LENGTH``: they ran side by side."""
+    by_key: dict[tuple, dict] = defaultdict(dict)
+    for m in record["measurements"]:
+        if m["length"] == TASK_LENGTH:
+            by_key[(m["curvature"], m["repeat"])][m["impl"]] = m
+    return [(ms["plain"], ms["fast"]) for _, ms in sorted(by_key.items()) if {"plain", "fast"} <= set(ms)]
+
+
+def fast_attention_lines(leaderboard: Path | None = None) -> list[str]:
+    """The fast-attention claims (time and peak memory saved against the plain path) judged on the newest
+    task-sized ``zoo bench dygmoce`` record, its per-curvature medians and its provenance; without such a record
+    the claims say "no benchmark record"."""
+    targets = (
+        f"fast attention saves ≥ {TIME_SAVED:.0%} of the plain path's time",
+        f"fast attention saves ≥ {MEMORY_SAVED:.0%} of the plain path's peak memory",
+    )
+    where = f"one curvature expert, L {TASK_LENGTH}, dim 200, 2 heads, forward + backward"
+    lines = ["## Fast Riemannian attention (`zoo bench dygmoce`)", ""]
+    found = newest("dygmoce", _task_sized, leaderboard)
+    if found is None:
+        return [*lines, *claims_table([no_record(t, where) for t in targets]), ""]
+    path, record = found
+    pairs = _pairs(record)
+    rows = [r for r in record.get("rows", []) if r["length"] == TASK_LENGTH]
+    lines += ["| κ | plain s | fast s | time saved | plain peak MB | fast peak MB | memory saved |"]
+    lines += ["|---|---|---|---|---|---|---|"]
+    for r in rows:
+        mem = "—" if r.get("memory_saving") is None else f"{r['memory_saving']:.1%}"
+        lines.append(
+            f"| {r['curvature']:+g} | {r['plain_s']:.3f} | {r['fast_s']:.3f} | {r['time_saving']:.1%} | "
+            f"{r['plain_peak_mb']:.0f} | {r['fast_peak_mb']:.0f} | {mem} |"
+        )
+    st = record["settings"]
+    where += f", batch {st['batch']}, κ {' / '.join(f'{c:+g}' for c in st['curvatures'])}, {st['threads']} thread(s)"
+    time_gains = [1 - f["seconds"] / p["seconds"] - TIME_SAVED for p, f in pairs]
+    memory_gains = [1 - f["peak_mb"] / p["peak_mb"] - MEMORY_SAVED for p, f in pairs if p["peak_mb"] > 0]
+    saved = [finite_mean([r.get(k) for r in rows if r.get(k) is not None]) for k in ("time_saving", "memory_saving")]
+    verdicts = [
+        claim(t, where, f"{fmt_value(100 * s, 1)} % saved", gains, percent=True)
+        for t, s, gains in zip(targets, saved, (time_gains, memory_gains))
+    ]
+    lines += ["", "Medians per curvature over the record's repeats; peak = rise of the peak RSS of each "
+              "measurement's own process.", ""]  # fmt: skip
+    return [*lines, *claims_table(verdicts), "", provenance_line(path, record, leaderboard), ""]
 
 
 def _list(values: list[float], digits: int = 2) -> str:

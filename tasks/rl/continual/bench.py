@@ -10,22 +10,22 @@ iterations only (rollout + update; the stage-end evaluation and r_e(K) are left 
 (dense, moe, sphere, dense, ...) so that a shared machine's load hits every method alike. Two throughputs: per
 wall second, and per CPU second of this process (``time.process_time``; with one torch thread, what a shared
 machine's load does not inflate). The ratios and the speed target use the CPU one. Prints the table and
-the ratios to dense, and writes JSON: by default ``runs/bench/sphere/<date>-<HHMM>.json``; with ``--leaderboard``
-the same name in ``leaderboard/results/sphere/bench/`` (what the page's speed table reads); with ``--out`` that file.
+the ratios to dense, and writes a benchmark record (``zoo.bench.provenance``: commit, source hash, machine,
+command, every run): by default ``runs/bench/sphere/<timestamp>.json``; with ``--leaderboard`` the same name in
+``leaderboard/results/sphere/bench/`` (what the page's speed table reads); with ``--out`` that file.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 import warnings
-from pathlib import Path
 
-from zoo.bench.provenance import provenance
+from zoo.bench.provenance import BenchRun, add_output_arguments, output_path
 
+MODULE = "zoo_tasks.rl.continual.bench"  # with ContinualPPO and the MetaWorld data module (its closure)
 METHODS = {"dense": ("dense", "none"), "moe": ("moe", "none"), "sphere": ("moe", "sphere")}
 
 
@@ -47,9 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     p.add_argument("--env-only", action="store_true", help="only time each CW10 task's env with random actions")
     p.add_argument("--env-steps", type=int, default=1000, help="steps per task with --env-only")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--out", type=Path, default=None)
-    where.add_argument("--leaderboard", action="store_true", help="write into leaderboard/results/sphere/bench/")
+    add_output_arguments(p)
     return p
 
 
@@ -129,20 +127,7 @@ def run(args: argparse.Namespace) -> dict:
         for r in results.values():
             r["ratio_vs_dense"] = r["env_steps_per_s"] / base
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "leaderboard")}
-    date = time.strftime("%Y-%m-%d %H:%M:%S")
-    return {"date": date, "settings": settings, **provenance(), "results": results}
-
-
-def output_path(args: argparse.Namespace) -> Path:
-    if args.out is not None:
-        return args.out
-    if args.leaderboard:
-        from zoo.leaderboard.record import results_dir
-
-        folder = results_dir("sphere") / "bench"
-    else:
-        folder = Path("runs") / "bench" / "sphere"
-    return folder / f"{time.strftime('%Y%m%d-%H%M')}.json"
+    return {"settings": settings, "results": results}
 
 
 def env_speed(steps: int) -> dict[str, float]:
@@ -174,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         print("| task | env steps per CPU s |\n|---|---|")
         print("\n".join(f"| {t} | {v:.0f} |" for t, v in speeds.items()))
         return 0
+    record = BenchRun("sphere", [MODULE], argv)
     bench = run(args)
     print("| method | env steps per CPU s | per wall s | rollout CPU s | update CPU s | vs dense (CPU) |")
     print("|---|---|---|---|---|---|")
@@ -183,10 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {method} | {r['env_steps_per_s']:.1f} | {r['env_steps_per_wall_s']:.1f} | {r['rollout_s']:.1f} | "
             f"{r['update_s']:.1f} | {'—' if ratio is None else f'{ratio:.2f}x'} |"
         )
-    path = output_path(args)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(bench, indent=1))
-    print(f"wrote {path}")
+    record.write(bench, output_path("sphere", args.out, args.leaderboard), threads=args.threads)
     return 0
 
 

@@ -11,7 +11,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from zoo.bench.provenance import machine_phrase
+from zoo.bench.claims import NO_PROVENANCE, claim, claims_table, has_provenance, no_record, provenance_line
 from zoo.leaderboard.compare import BETTER, holm, paired
 from zoo.leaderboard.record import results_dir
 from zoo.leaderboard.render import fmt_value
@@ -25,10 +25,6 @@ RANK_TARGET = "SPHERE r_e(K) > MoE PPO's at every stage boundary"
 def _mean(values) -> float | None:
     values = [v for v in values if v is not None]
     return statistics.fmean(values) if values else None
-
-
-def _mark(ok: bool | None) -> str:
-    return {True: "✓", False: "✗", None: "not yet judged"}[ok]
 
 
 def stage_ranks(extra: dict) -> list[float]:
@@ -126,7 +122,23 @@ def _latest_bench() -> tuple[str, dict] | None:
     return max(benches, key=lambda b: b[1]["date"])
 
 
+def speed_verdict(bench: dict) -> list:
+    """MoE PPO's speed target on a ``zoo bench sphere`` record (``zoo.bench.claims``): per repeat (the methods ran
+    side by side), gain = MoE / dense env steps per CPU second - ``SPEED_TARGET``; a file without commit and source
+    hash judges nothing. SPHERE's second backward pass is reported, not judged."""
+    results = bench["results"]
+    if "moe" not in results or "dense" not in results:
+        return []
+    target, where = f"{MOE_NAME} env steps per CPU s ≥ {SPEED_TARGET}x dense PPO", f"{bench['settings']['task']}"
+    ours = f"{results['moe']['ratio_vs_dense']:.2f}x"
+    if not has_provenance(bench):
+        return [no_record(target, where, NO_PROVENANCE, ours)]
+    pairs = zip(results["moe"]["runs"], results["dense"]["runs"])
+    return [claim(target, where, ours, [m["env_steps_per_s"] / d["env_steps_per_s"] - SPEED_TARGET for m, d in pairs])]
+
+
 def bench_lines(latest: tuple[str, dict] | None) -> list[str]:
+    """The speed table of the newest ``zoo bench sphere --leaderboard`` record, its target and provenance."""
     if latest is None:
         return []
     name, bench = latest
@@ -136,22 +148,20 @@ def bench_lines(latest: tuple[str, dict] | None) -> list[str]:
         f"`zoo bench sphere --leaderboard` ({name}; methods interleaved in one process; per CPU second of the "
         f"process, one torch thread). Target: MoE PPO ≥ {SPEED_TARGET}x dense PPO.",
         "",
-        "| method | env steps per CPU s | per wall s | rollout CPU s | update CPU s | vs dense | target |",
-        "|---|---|---|---|---|---|---|",
+        "| method | env steps per CPU s | per wall s | rollout CPU s | update CPU s | vs dense |",
+        "|---|---|---|---|---|---|",
     ]
     for method, r in bench["results"].items():
-        ratio = r.get("ratio_vs_dense")
-        judged = method == "moe"  # the target is MoE PPO's; SPHERE's second backward pass is reported, not judged
-        ok = ratio >= SPEED_TARGET if judged and ratio is not None else None
         lines.append(
             f"| {method} | {r['env_steps_per_s']:.1f} | {fmt_value(r.get('env_steps_per_wall_s'), 1)} | "
-            f"{r['rollout_s']:.1f} | {r['update_s']:.1f} | "
-            f"{fmt_value(ratio, 2)}x | {_mark(ok) if judged else ''} |"
+            f"{r['rollout_s']:.1f} | {r['update_s']:.1f} | {fmt_value(r.get('ratio_vs_dense'), 2)}x |"
         )
-    st = bench.get("settings", {})
-    lines += ["", f"Settings: {json.dumps(st)}. Machine: {machine_phrase(bench.get('machine'))}."]
-    if bench.get("commit"):
-        lines.append(f"Commit {bench['commit'][:12]}; versions {json.dumps(bench.get('versions', {}))}.")
+    lines += ["", f"Settings: {json.dumps(bench.get('settings', {}))}.", ""]
+    lines += claims_table(speed_verdict(bench)) if speed_verdict(bench) else []
+    if has_provenance(bench):
+        lines += ["", provenance_line(results_dir("sphere") / "bench" / name, bench)]
+    else:
+        lines += ["", f"{name}: no commit or source hash (written before benchmark records carried them)."]
     lines.append("")
     return lines
 

@@ -1,12 +1,18 @@
 """``zoo bench timemode-speed``: time a training step and a generation batch of TimeMoDE and its dense twin at the
 benchmark size (what ``leaderboard/notes/timemode.md`` sizes the grid with); ``--channels 7 --unconditional`` times
 the ETTh rows' model (Diffusion-TS's protocol). CPU and wall seconds are both printed: on a shared machine the wall
-time grows with the load, the CPU time does not."""
+time grows with the load, the CPU time does not. Writes a benchmark record (``zoo.bench.provenance``: commit,
+source hash, machine, command, every row): ``--leaderboard`` into ``leaderboard/results/bench/timemode-speed/``,
+``--out FILE``, else ``runs/bench/timemode-speed/``."""
 
 from __future__ import annotations
 
 import argparse
 import time
+
+from zoo.bench.provenance import BenchRun, add_output_arguments, output_path
+
+MODULE = "zoo_tasks.timeseries.generation.bench"  # with TimeMoDE (its closure)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,7 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-steps", type=int, default=50)
     parser.add_argument("--channels", type=int, default=1, help="series per window (ETTh: 7)")
     parser.add_argument("--unconditional", action="store_true", help="prompted=False (the ETTh rows)")
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
+    bench = BenchRun("timemode-speed", [MODULE], argv)
+    rows = []
     torch.manual_seed(0)
     print("| L | model | parameters | train step CPU s / wall s | generate CPU s / wall s |")
     print("|---|---|---|---|---|")
@@ -61,4 +70,10 @@ def main(argv: list[str] | None = None) -> int:
             name = "timemode" if moe else "dense"
             step, gen = f"{step_cpu:.3f} / {step_wall:.3f}", f"{gen_cpu:.1f} / {gen_wall:.1f}"
             print(f"| {length} | {name} | {params:,} | {step} | {gen} |")
+            rows.append(
+                {"length": length, "model": name, "parameters": params, "train_step_cpu_s": float(step_cpu)}
+                | {"train_step_wall_s": float(step_wall), "generate_cpu_s": gen_cpu, "generate_wall_s": gen_wall}
+            )
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "leaderboard")}
+    bench.write({"settings": settings, "rows": rows}, output_path("timemode-speed", args.out, args.leaderboard))
     return 0

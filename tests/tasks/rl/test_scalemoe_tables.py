@@ -49,31 +49,41 @@ def test_dense_twin_more_than_10_percent_below_published_misses():
 
 
 def test_speed_target_reads_the_newest_benchmark_per_width(tmp_path, monkeypatch):
+    from zoo.bench.provenance import BenchRun
     from zoo_tasks.rl import tables
 
     bench_dir = tmp_path / "bench"
     bench_dir.mkdir()
 
-    def write(name, date, width, ratio):
-        result = {"env_steps_per_s": 10.0 * ratio, "updates_per_s": 1.0, "critic_active": 1, "critic_total": 4}
-        bench = {
-            "date": date,
+    def write(name, date, width, ratios, provenance=True):
+        def result(ratio):
+            return {"env_steps_per_s": 10.0 * ratio, "updates_per_s": 1.0, "critic_active": 1, "critic_total": 4}
+
+        numbers = {
             "settings": dict(critic_hidden=width, env="cartpole-swingup", actor_hidden=8, batch_size=8),
             "results": {
-                "simba": {**result, "ratio_vs_dense": 1.0},
-                "scalemoe-output": {**result, "ratio_vs_dense": ratio},
+                "simba": {**result(1.0), "ratio_vs_dense": 1.0},
+                "scalemoe-output": {**result(ratios[0]), "ratio_vs_dense": sorted(ratios)[1]},
             },
+            "runs": {"simba": [result(1.0)] * 3, "scalemoe-output": [result(r) for r in ratios]},
         }
-        bench["settings"].update(num_experts=4, top_k=2, threads=1, repeats=1)
-        (bench_dir / name).write_text(json.dumps(bench))
+        numbers["settings"].update(num_experts=4, top_k=2, threads=1, repeats=3)
+        bench = (
+            BenchRun("scalemoe", ["zoo_tasks.rl.bench"], ["--leaderboard"]).record(numbers) if provenance else numbers
+        )
+        (bench_dir / name).write_text(json.dumps({**bench, "date": date}))
 
-    write("old.json", "2026-01-01T00:00:00Z", 512, 0.9)
-    write("new.json", "2026-02-01T00:00:00Z", 512, 0.69)
+    write("old.json", "2026-01-01T00:00:00Z", 512, [0.9, 0.9, 0.9])
+    write("new.json", "2026-02-01T00:00:00Z", 512, [0.62, 0.60, 0.61])
+    write("typed.json", "2026-01-01T00:00:00Z", 128, [0.9, 0.9, 0.9], provenance=False)
     monkeypatch.setattr(tables, "results_dir", lambda task: tmp_path)
     verdicts = tables.speed_verdicts(tables._latest_benches())
     assert [(v.target, v.where, v.ours, v.met) for v in verdicts] == [
-        ("scalemoe-output env steps/s ≥ 0.7x dense", "critic width 512 (benchmark)", "0.69x", False)
+        ("scalemoe-output env steps/s ≥ 0.7x dense", "critic width 128 (benchmark)", "0.90x", None),
+        ("scalemoe-output env steps/s ≥ 0.7x dense", "critic width 512 (benchmark)", "0.61x", False),
     ]
+    assert verdicts[0].outcome.startswith("no benchmark record") and verdicts[1].comparison.n == 3
     page = tables.scalemoe_tables([])
-    assert "| scalemoe-output env steps/s ≥ 0.7x dense | critic width 512 (benchmark) | 0.69x | ✗ |" in page
+    assert "| critic width 512 (benchmark) | 0.61x | 3 |" in page and "| worse ✗ | not met |" in page
+    assert "| critic width 128 (benchmark) | 0.90x | — | — | no benchmark record" in page
     assert "new.json" in page and "old.json" not in page

@@ -20,4 +20,6 @@ def test_pruning_curve_and_distillation_tables_from_the_records(tmp_path):
     assert "| test/psnr (dB) | 29.00 | 29.00 | 28.50 | 24.00 |" in text
     assert "| trajectory | 28.30 | 28.70 | 29.00 |" in text
     assert "![test_000_weights](results/moe_gs/plots/test_000_weights.png)" in text
-    assert moe_gs_tables(records[2:], tmp_path / "none") == ""  # no MoE-GS or distilled rows: nothing to add
+    rest = moe_gs_tables(records[2:], tmp_path / "none", leaderboard=tmp_path / "none")
+    assert "kept" not in rest and "Distillation" not in rest  # no MoE-GS or distilled rows: only the speed claim
+    assert rest.startswith("## Rasteriser speed") and "| no benchmark record |" in rest
