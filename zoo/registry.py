@@ -28,7 +28,7 @@ from zoo.errors import ConfigError
 
 ENTRY_POINT_GROUP = "zoo.tasks"
 # import name -> distribution name, where the two differ by more than "-" / "_" / case
-DISTRIBUTION_OF = {"sklearn": "scikit-learn", "yaml": "PyYAML", "PIL": "pillow", "mammoth": "mammoth-moe"}
+DISTRIBUTION_OF = {"sklearn": "scikit-learn", "yaml": "PyYAML", "PIL": "pillow"}
 
 
 @dataclass(frozen=True)
@@ -258,14 +258,19 @@ def _extras_declaring(distribution: str, needed: str) -> list[str] | None:
     except importlib.metadata.PackageNotFoundError:
         return None
     extras = meta.get_all("Provides-Extra") or []
-    found: set[str] = set()
+    parsed = []
     for line in requires:
         try:
-            req = Requirement(line)
+            parsed.append(Requirement(line))
         except InvalidRequirement:
             continue
-        if _normalize(req.name) != _normalize(needed):
-            continue
+    # the distribution named like the import, else one whose name extends it (import `foo` from `foo-bar`)
+    want = _normalize(needed)
+    matching = [r for r in parsed if _normalize(r.name) == want] or [
+        r for r in parsed if _normalize(r.name).startswith(want + "-")
+    ]
+    found: set[str] = set()
+    for req in matching:
         if req.marker is None or req.marker.evaluate({"extra": ""}):
             return []
         found.update(e for e in extras if req.marker.evaluate({"extra": e}))
@@ -274,7 +279,7 @@ def _extras_declaring(distribution: str, needed: str) -> list[str] | None:
 
 def missing_dependency(exc: BaseException | None) -> str | None:
     """One line for an import that failed because a third-party package is not installed, naming the package and
-    the extra of the importing distribution that installs it, e.g. ``zoo_tasks.graphs needs torch_geometric,
+    the extra of the importing distribution that installs it, e.g. ``my_tasks.graphs needs torch_geometric,
     which is not installed: pip install 'moe-zoo[graphs]'``; None when ``exc`` is no such error (a module of the
     importer's own package missing is a bug, not an install problem)."""
     err = _missing_module(exc)

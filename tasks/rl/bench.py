@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def output_dir(leaderboard: bool) -> Path:
     """Where a result goes without ``--out``: the leaderboard's benchmark folder only when asked for."""
-    return record_folder("scalemoe") if leaderboard else Path("runs") / "bench" / "scalemoe"
+    return record_folder("scalemoe", folder="scalemoe/bench") if leaderboard else Path("runs") / "bench" / "scalemoe"
 
 
 def measure(architecture: str, args: argparse.Namespace, seed: int) -> dict:

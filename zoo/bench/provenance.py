@@ -30,17 +30,19 @@ from pathlib import Path
 WRITER = "zoo.bench.provenance"
 # Modules a bench may import that only write or show records: left out of its source hash (not followed).
 NOT_MEASURING = (WRITER, "zoo.bench.claims")
-# Benchmarks whose records lived in a task's folder before this module: their pages read them there.
-FOLDERS = {"moe": "moe_layer", "scalemoe": "scalemoe/bench", "sphere": "sphere/bench"}
+# The layer benchmark's records lived in this folder before this module: its page reads them there. (A task's
+# bench whose records live in its own folder passes that folder to record_folder: the core names no task.)
+FOLDERS = {"moe": "moe_layer"}
 PROVENANCE_KEYS = ("commit", "source_hash", "machine")
 
 
-def record_folder(name: str, root: Path | None = None) -> Path:
-    """Where the leaderboard keeps ``zoo bench NAME``'s records: ``leaderboard/results/bench/<name>/`` (or the older
-    folder of ``FOLDERS``)."""
+def record_folder(name: str, root: Path | None = None, folder: str | None = None) -> Path:
+    """Where the leaderboard keeps ``zoo bench NAME``'s records: ``leaderboard/results/bench/<name>/``, or
+    ``folder`` (relative to ``leaderboard/results/``) for a bench whose page reads another, or the older folder of
+    ``FOLDERS``."""
     from zoo.leaderboard.record import results_dir
 
-    return results_dir(FOLDERS.get(name, f"bench/{name}"), root)
+    return results_dir(folder or FOLDERS.get(name, f"bench/{name}"), root)
 
 
 def add_output_arguments(parser: argparse.ArgumentParser, aliases: Sequence[str] = ()) -> None:
@@ -60,12 +62,14 @@ def stamp() -> str:
     return time.strftime("%Y-%m-%d-%H%M%S", time.gmtime())
 
 
-def output_path(name: str, out: Path | None = None, leaderboard: bool = False, suffix: str = "") -> Path:
-    """``out`` if given; else ``<record_folder(name)>/<stamp><suffix>.json`` with ``leaderboard``, else the same
-    file name under ``runs/bench/<name>/`` (relative to the working directory)."""
+def output_path(
+    name: str, out: Path | None = None, leaderboard: bool = False, suffix: str = "", folder: str | None = None
+) -> Path:
+    """``out`` if given; else ``<record_folder(name, folder=folder)>/<stamp><suffix>.json`` with ``leaderboard``,
+    else the same file name under ``runs/bench/<name>/`` (relative to the working directory)."""
     if out is not None:
         return Path(out)
-    folder = record_folder(name) if leaderboard else Path("runs") / "bench" / name
+    folder = record_folder(name, folder=folder) if leaderboard else Path("runs") / "bench" / name
     return folder / f"{stamp()}{suffix}.json"
 
 

@@ -138,7 +138,6 @@ class DynamicLinkDataModule(pl.LightningDataModule):
             return
         graph = self.load()
         self.split = link_prediction_split(graph, self.hparams.val_ratio, self.hparams.test_ratio)
-        self._check_split_sizes()
         n = int(graph.node_features.shape[0] - 1)
         self.train_finder = NeighborFinder(self.split.train, n)
         self.full_finder = NeighborFinder(self.split.full, n)
@@ -147,10 +146,11 @@ class DynamicLinkDataModule(pl.LightningDataModule):
         self.train_dst = np.unique(self.split.train.dst)
         self.eval_negatives: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
 
-    def _check_split_sizes(self) -> None:
-        """Refuse, in one line, a graph whose chronological split leaves a part without events (a small graph, or
-        one whose nodes all appear in the training period: no inductive, new-node events to test on)."""
-        empty = [part for part, size in self.split.sizes().items() if part != "masked_new_nodes" and size == 0]
+    def _check_split_sizes(self, parts: tuple[str, ...]) -> None:
+        """Refuse, in one line, a graph whose chronological split leaves one of ``parts`` (those a loader is about
+        to serve) without events: a small graph, or one whose nodes all appear in the training period (no
+        inductive, new-node events to evaluate on)."""
+        empty = [part for part in parts if len(getattr(self.split, part)) == 0]
         if empty:
             sizes = ", ".join(f"{k} {v}" for k, v in self.split.sizes().items())
             raise ConfigError(
@@ -224,6 +224,7 @@ class DynamicLinkDataModule(pl.LightningDataModule):
                           collate_fn=self._collate(data, finder, negatives, rng))  # fmt: skip
 
     def train_dataloader(self):
+        self._check_split_sizes(("train",))
         data = self.split.train
         if self.train_stride > 1:
             batch = np.arange(len(data)) // self.batch_size
@@ -233,6 +234,7 @@ class DynamicLinkDataModule(pl.LightningDataModule):
         return self._loader(data, self.batch_size, self.train_finder, None, rng)
 
     def val_dataloader(self):
+        self._check_split_sizes(("val", "new_node_val"))
         loaders = []
         for part in ("val", "new_node_val"):
             negatives = self.negatives(part, "random")
@@ -244,6 +246,7 @@ class DynamicLinkDataModule(pl.LightningDataModule):
         return [metric_prefix(s, p) for s in self.strategies for p in EVAL_SETS]
 
     def test_dataloader(self):
+        self._check_split_sizes(EVAL_SETS)
         return [
             self._loader(getattr(self.split, p), self.eval_batch_size, self.full_finder, self.negatives(p, s))
             for s in self.strategies

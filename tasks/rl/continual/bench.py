@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {method} | {r['env_steps_per_s']:.1f} | {r['env_steps_per_wall_s']:.1f} | {r['rollout_s']:.1f} | "
             f"{r['update_s']:.1f} | {'—' if ratio is None else f'{ratio:.2f}x'} |"
         )
-    record.write(bench, output_path("sphere", args.out, args.leaderboard), threads=args.threads)
+    record.write(bench, output_path("sphere", args.out, args.leaderboard, folder="sphere/bench"), threads=args.threads)
     return 0
 
 
