@@ -75,13 +75,15 @@ def test_spec_domains_match_the_recipes_and_unseen_stay_unseen():
     assert not set(PRETRAIN) & set(UNSEEN)
 
 
-def test_speed_bench_prints_a_row_per_model(capsys):
+def test_speed_bench_prints_a_row_per_model_and_writes_its_record(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the record goes to runs/bench/timemode-speed/ under the working directory
     assert bench.main(["--lengths", "8", "--batch", "4", "--steps", "1", "--samples", "4", "--sample-steps", "2"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 4 and lines[2].startswith("| 8 | timemode |") and lines[3].startswith("| 8 | dense |")
+    assert len(lines) == 5 and lines[2].startswith("| 8 | timemode |") and lines[3].startswith("| 8 | dense |")
+    assert lines[4].startswith("wrote runs/bench/timemode-speed/") and len(list(tmp_path.rglob("*.json"))) == 1
     small = ["--lengths", "8", "--batch", "4", "--steps", "1", "--samples", "4", "--sample-steps", "2"]
     assert bench.main([*small, "--channels", "3", "--unconditional"]) == 0
-    assert len(capsys.readouterr().out.strip().splitlines()) == 4
+    assert len(capsys.readouterr().out.strip().splitlines()) == 5
 
 
 def test_a_missing_ts_corpus_says_where_each_folder_comes_from(tmp_path, monkeypatch):
