@@ -72,7 +72,7 @@ def verify(root: Path, name: str, files: Iterable[str] | None = None) -> None:
 
 def data_mirror() -> Path | None:
     """The read-only dataset mirror, one rule for the library and the tests: ``$ZOO_DATA_MIRROR`` when set (even
-    if missing, so that a wrong value shows up in the "Tried:" list; set and empty: no mirror at all), else
+    if missing, so that a wrong value shows up in the places tried; set and empty: no mirror at all), else
     ``shared/datasets`` beside the checkout (``<repo>/../shared/datasets``) when that folder exists, else None."""
     value = os.environ.get("ZOO_DATA_MIRROR")
     if value is not None:
@@ -288,8 +288,8 @@ def resolve(
             raise
         except Exception as exc:  # noqa: BLE001 - offline machines fail here; the message below says what to do
             download_error = f"download failed: {type(exc).__name__}: {exc}"
-    places = "\n".join(f"  - {place.label}: {place.root}" for place in found.tried)
-    raise DatasetNotFoundError(f"dataset {name!r} not found. Tried:\n{places}\n  - {download_error}\n{found.remedy}")
+    places = "; ".join(f"{place.label} {place.root}" for place in found.tried)
+    raise DatasetNotFoundError(f"dataset {name!r} not found (tried: {places}; {download_error}). {found.remedy}")
 
 
 def _download(spec: DatasetSpec, wanted: dict[str, str]) -> Path:
