@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zoo.cli.fit_test import fit_and_test
-from zoo.cli.matrix_cells import CELL_SETTINGS, cell_args, cell_is_current
+from zoo.cli.matrix_cells import CELL_SETTINGS, cell_args, cell_is_current, cell_settings_current
 from zoo.cli.matrix_requires import requirements_to_do, run_requirements
 from zoo.cli.matrix_time import MatrixTime
 from zoo.cli.reproduce import (
@@ -44,7 +44,7 @@ from zoo.leaderboard.matrix import (
     render_matrix,
     write_not_applicable,
 )
-from zoo.leaderboard.record import read_record, read_records, record_key, record_path, write_record
+from zoo.leaderboard.record import read_record, read_records, record_key, record_path, results_dir, write_record
 from zoo.leaderboard.settings import settings_fingerprint
 from zoo.registry import BenchmarkRow, TaskSpec, discover, repository_root
 from zoo.tuning.matrix_row import cell_overrides, requires
@@ -159,10 +159,32 @@ def _parser() -> argparse.ArgumentParser:
         help="re-run and replace the records that other code or matrix settings than today's wrote (page mark °), "
         "tuning their cells again unless their study ran today's code and settings; re-probe the cells marked n/a",
     )
+    p.add_argument(
+        "--reverify-only",
+        action="store_true",
+        help="re-verify the stale records by behaviour (zoo.reverify), re-stamp those whose probes match, run nothing",
+    )
+    p.add_argument("--no-reverify", action="store_true", help="with --rerun-stale: skip the re-verification")
     add_threads_option(p)
     p.add_argument("--leaderboard", type=Path, default=None, help="leaderboard folder (default: the repo's)")
     p.add_argument("--runs", type=Path, default=None, help="folder for studies, logs and checkpoints (default: runs/)")
     return p
+
+
+def reverify_cells(only: list[str], leaderboard: Path, dry_run: bool) -> int:
+    """Re-verify the stale matrix records by behaviour (``zoo.reverify``) of the tasks ``only`` names (default:
+    all), re-stamping those whose probes match; how many were re-stamped. Records of other cell settings than
+    today's are left to a re-run."""
+    from zoo.reverify.report import reverify
+    from zoo.reverify.runner import read_pairs
+
+    specs = {spec.name: spec for spec in matrix_specs(only)}
+    paths = sorted(results_dir(MATRIX_TASK, leaderboard).glob("*.json"))
+    pairs = [(p, r) for p, r in read_pairs(paths) if r.dataset in specs]
+    plan = reverify(
+        MATRIX_TASK, pairs, repository_root(), lambda rec: cell_settings_current(specs[rec.dataset], rec), dry_run
+    )
+    return sum(len(d.group.records) for d in plan.restamped())
 
 
 def _run_one(
@@ -307,10 +329,16 @@ def matrix_main(argv: list[str]) -> int:
     if unknown:
         raise ConfigError(f"--routers: unknown {', '.join(unknown)}; valid: {', '.join(sorted(ROUTERS))}")
     set_threads(ns.threads)
-    if not ns.dry_run and not ns.allow_dirty:
+    if not ns.dry_run and not ns.allow_dirty and not ns.reverify_only:
         refuse_dirty_tree()
     runs = ns.runs or repository_root() / "runs"
     leaderboard = ns.leaderboard or repository_root() / "leaderboard"
+    if ns.reverify_only or (ns.rerun_stale and not ns.no_reverify):
+        restamped = reverify_cells(ns.only, leaderboard, ns.dry_run)
+        if ns.reverify_only:
+            if restamped:
+                print(page(leaderboard))
+            return 0
     records = read_records(MATRIX_TASK, leaderboard)
     skipped = read_not_applicable(leaderboard)
     failures, timing = 0, MatrixTime()

@@ -41,8 +41,11 @@ def cell_args(spec: TaskSpec, label: str, seed: int, fold: int | None) -> list[s
 def cell_is_current(spec: TaskSpec, record: RunRecord) -> bool:
     """Whether ``record`` was written by the code installed now (``written_by_current_code``) with its cell's
     current settings; a record from before cell settings were stored is judged by its code alone."""
-    if written_by_current_code(record) is not True:
-        return False
+    return written_by_current_code(record) is True and cell_settings_current(spec, record)
+
+
+def cell_settings_current(spec: TaskSpec, record: RunRecord) -> bool:
+    """Whether ``record`` ran with its cell's current settings (True for a record from before they were stored)."""
     recorded = (record.extra or {}).get(CELL_SETTINGS)
     if recorded is None:
         return True

@@ -6,6 +6,10 @@ and settings that started it are unchanged (``zoo.cli.run_folder``), else starts
 processes may work on one grid at once: each run is claimed with a lock (``zoo.cli.run_lock``) and skipped by
 the others while it is held. ``--quick`` adds each row's ``quick_overrides`` (a smoke run) and writes under
 ``runs/quick/`` so that the real leaderboard never holds smoke numbers.
+
+``--rerun-stale`` first re-verifies the stale records by behaviour (``zoo.reverify``): a short probe of each group
+of records at the code that wrote them and at HEAD; the records whose probes are identical are re-stamped as
+current instead of re-run. ``--reverify-only`` does that and nothing else; ``--no-reverify`` skips it.
 """
 
 from __future__ import annotations
@@ -91,6 +95,17 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also run rows whose record was not written by the current code (page mark °) and replace it; "
         "prints each re-run's largest metric change",
+    )
+    p.add_argument(
+        "--reverify-only",
+        action="store_true",
+        help="re-verify the stale records by behaviour (a short probe at their code and at HEAD, zoo.reverify), "
+        "re-stamp those whose probes are identical, and run nothing else",
+    )
+    p.add_argument(
+        "--no-reverify",
+        action="store_true",
+        help="with --rerun-stale: re-run every stale record without re-verifying it by behaviour first",
     )
     p.add_argument("--dry-run", action="store_true", help="list the runs that would execute and exit")
     p.add_argument(
@@ -285,6 +300,23 @@ def refuse_dirty_tree() -> None:
 PAGE_INTERVAL_S = 120.0
 
 
+def _selected(row: str, only: list[str], exclude: list[str]) -> bool:
+    """Whether ``row`` ("method/dataset") passes ``--only`` and ``--exclude``."""
+    return (not only or any(s in row for s in only)) and not any(s in row for s in exclude)
+
+
+def reverify_stale(spec: TaskSpec, leaderboard: Path, ns: argparse.Namespace) -> int:
+    """Re-verify the task's stale records by behaviour (``zoo.reverify``), re-stamping those whose probes match;
+    how many were re-stamped. Records of other settings than their row's now are left to a re-run."""
+    from zoo.reverify.report import reverify
+    from zoo.reverify.runner import read_pairs
+
+    paths = sorted(results_dir(spec.name, leaderboard).glob("*.json"))
+    pairs = [(p, r) for p, r in read_pairs(paths) if _selected(f"{r.method}/{r.dataset}", ns.only, ns.exclude)]
+    plan = reverify(spec.name, pairs, repository_root(), lambda rec: not settings_changed(spec, rec), ns.dry_run)
+    return sum(len(d.group.records) for d in plan.restamped())
+
+
 def _write_pages(spec: TaskSpec, leaderboard: Path) -> Path:
     page = leaderboard / f"{spec.name}.md"
     page.write_text(render_task(spec, read_records(spec.name, leaderboard)))
@@ -319,20 +351,26 @@ def reproduce_main(argv: list[str]) -> int:
 
         board = ns.leaderboard or repository_root() / "leaderboard"
         return verify_main(spec, ns.verify, board, ns.runs or repository_root() / "runs", ns.tolerance)
-    if not ns.quick and not ns.dry_run and not ns.allow_dirty:
+    if ns.quick and ns.reverify_only:
+        raise ConfigError("--reverify-only re-stamps leaderboard records: it has no --quick form")
+    if not ns.quick and not ns.dry_run and not ns.allow_dirty and not ns.reverify_only:
         refuse_dirty_tree()
     runs_root = ns.runs or repository_root() / "runs"
     leaderboard = ns.leaderboard or (
         runs_root / "quick" / "leaderboard" if ns.quick else repository_root() / "leaderboard"
     )
     leaderboard.mkdir(parents=True, exist_ok=True)
+    if ns.reverify_only or (ns.rerun_stale and not ns.no_reverify and not ns.quick):
+        restamped = reverify_stale(spec, leaderboard, ns)
+        if ns.reverify_only:
+            if restamped:
+                print(_write_pages(spec, leaderboard))
+            return 0
     records = read_records(spec.name, leaderboard)
     done = {rec.key() for rec in records if not ns.rerun_stale or is_current(spec, rec)}
     todo = []
     for row in spec.benchmark:
-        if ns.only and not any(s in f"{row.method}/{row.dataset}" for s in ns.only):
-            continue
-        if any(s in f"{row.method}/{row.dataset}" for s in ns.exclude):
+        if not _selected(f"{row.method}/{row.dataset}", ns.only, ns.exclude):
             continue
         for seed, fold in row.runs():
             if record_key(row.method, row.dataset, seed, fold) not in done:
@@ -343,6 +381,8 @@ def reproduce_main(argv: list[str]) -> int:
     stale = f", {len(records) - len(done)} of them stale" if ns.rerun_stale else ""
     counts = f"{total} in the benchmark, {len(records)} recorded{stale}"
     print(f"zoo reproduce {spec.name}: {len(todo)} runs to do ({counts})")
+    if ns.dry_run and ns.rerun_stale and not ns.no_reverify and stale:
+        print("  (counted before re-verification: the records of groups whose probes match are re-stamped, not re-run)")
     runs_dir = runs_root / ("quick" if ns.quick else "reproduce") / spec.name
     if ns.dry_run:
         for row, seed, fold in todo:

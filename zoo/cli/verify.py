@@ -53,6 +53,13 @@ def _differences(spec: TaskSpec, record: RunRecord, here: dict) -> list[str]:
         out.append("the record was written by other code (source fingerprint differs)")
     elif current is None:
         out.append("the record has no source fingerprint")
+    if record.verified:
+        last = record.verified[-1]
+        out.append(
+            f"the record was run at {record.commit[:7]} and re-verified by behaviour {len(record.verified)} time(s), "
+            f"last from {last.get('from_commit', '')[:7]} to {last.get('to_commit', '')[:7]} (zoo.reverify): its "
+            "numbers come from that run, its source fingerprint from the code its probe matched"
+        )
     for key in IDENTITY_KEYS:
         if key not in record.machine:
             out.append(f"the record does not name its {key} (here {here.get(key)!r}): it may have met another CPU")

@@ -1,6 +1,8 @@
 """Which code produced a record: its source fingerprint, or for older records the git trees at its commit.
 
-Records written before fingerprints existed name only a commit. Two such records share a code version when the
+A record re-verified by behaviour (``zoo.reverify``) carries the source hash of the newer code it was verified
+against, and says so in its ``verified`` chain: it counts as written by that code. Records written before
+fingerprints existed name only a commit. Two such records share a code version when the
 task's package folder and ``zoo/moe`` are the same trees at both commits (git tree ids compare content exactly).
 A commit marked ``+dirty``, or one that does not hold the task's folder (the code was uncommitted when the record
 was written), gives an unknown version: such a record matches no other.
@@ -113,10 +115,19 @@ def _changed_since(repo: str, commit: str, files: tuple[str, ...]) -> tuple[str,
     return tuple(sorted(out.stdout.split())) if out.returncode == 0 else ()
 
 
+def code_commit(record: RunRecord) -> str:
+    """The commit whose code the record's ``source_hash`` names: that of its last re-verification by behaviour
+    (``zoo.reverify``: the record was re-stamped to that commit's code), else the commit it was run at."""
+    verified = getattr(record, "verified", None) or []
+    commit = verified[-1].get("to_commit", "") if verified else record.commit or ""
+    return commit.removesuffix("+dirty")
+
+
 def changed_sources(record: RunRecord, repo: Path) -> tuple[str, ...]:
-    """The files of the record's current run closure that differ between its commit and the checkout (repo
-    paths): what to read before deciding whether its row must be re-run. Empty when the commit is unknown here."""
-    commit = (record.commit or "").removesuffix("+dirty")
+    """The files of the record's current run closure that differ between the commit of its code (``code_commit``)
+    and the checkout (repo paths): what to read before deciding whether its row must be re-run. Empty when the
+    commit is unknown here."""
+    commit = code_commit(record)
     if not commit:
         return ()
     root = Path(repo).resolve()

@@ -21,7 +21,9 @@ class RunRecord:
     dense models and for records written before summaries existed. ``source_hash`` fingerprints the source
     that produced the record (the files its run executes, ``zoo.code_closure``; empty in older records, whose
     ``commit`` is then the only provenance); a table cell whose records carry different fingerprints mixes code
-    versions.
+    versions. ``verified`` is the record's provenance chain since its run: one entry per re-verification by
+    behaviour (``zoo.reverify``) that moved its ``source_hash`` to newer code whose probe matched the old code's
+    bit for bit (from / to commit and source hash, the machine and threads of the probes, the probe hash, the date).
     """
 
     task: str
@@ -40,6 +42,7 @@ class RunRecord:
     extra: dict = field(default_factory=dict)
     routing: dict = field(default_factory=dict)
     source_hash: str = ""
+    verified: list[dict] = field(default_factory=list)
 
     def key(self) -> str:
         return record_key(self.method, self.dataset, self.seed, self.fold)
@@ -62,7 +65,11 @@ def record_path(task: str, key: str, root: Path | None = None) -> Path:
 
 def write_record(record: RunRecord, root: Path | None = None) -> Path:
     """Write atomically (temp file + rename) so a killed run never leaves a half record behind."""
-    path = record_path(record.task, record.key(), root)
+    return write_record_file(record, record_path(record.task, record.key(), root))
+
+
+def write_record_file(record: RunRecord, path: Path) -> Path:
+    """Write ``record`` to ``path`` atomically (temp file + rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(asdict(record), indent=1, sort_keys=True, default=str) + "\n")
