@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zoo.cli.stop_signal import stop_if_asked
 from zoo.code_closure import closure, run_roots
 from zoo.errors import ConfigError
 from zoo.leaderboard.record import RunRecord, read_record
@@ -180,6 +181,7 @@ def execute(
         specs = [_spec(d) for d in todo if commit in (d.base, trees.head) and d.group.key not in done]
         if not specs:
             continue
+        stop_if_asked(f"the probes of {commit[:10]}")  # SIGTERM: stop here; no record was re-stamped yet
         say(
             f"  probing {len(specs)} group{'s' if len(specs) != 1 else ''} with the code of {commit[:10]}"
             + (" (HEAD)" if commit == trees.head else "")
