@@ -126,6 +126,11 @@ class TaskSpec:
         dense_twins: (MoE method, its dense twin) column pairs, compared on every dataset both ran in the first of
             ``metrics`` by ``zoo.leaderboard.compare``: the page's summary and the README's task table count better /
             tie / worse (``zoo.leaderboard.twins``).
+        probe_overrides: dotted path of ``fn(config) -> list[str]``: command-line overrides that the
+            re-verification probe's short fit (``zoo.reverify``) adds to a record's resolved ``config``, for runs
+            whose test cannot run on a few batches as configured (a continual sequence that must finish, a metric
+            that trains networks for thousands of iterations): smaller sizes of the same code path, never another
+            path. Both commits' probes take the same overrides; "" adds none.
     """
 
     name: str
@@ -148,6 +153,7 @@ class TaskSpec:
     tune_metric: tuple[str, str] | None = None
     matrix: MatrixRow | None = None
     dense_twins: tuple[tuple[str, str], ...] = ()
+    probe_overrides: str = ""
 
     def config_path(self, relative: str = "") -> Path:
         """``relative`` (a config file, or "" for the folder) inside this task's ``config_dir``."""

@@ -331,3 +331,30 @@ def test_the_dry_run_plans_through_the_cli_and_writes_nothing(capsys):
     assert main(["reproduce", "dygmoce", "--reverify-only", "--dry-run"]) == 0
     assert capsys.readouterr().out.startswith("re-verify dygmoce: ")
     assert {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")} == before
+
+
+def test_a_tasks_probe_overrides_reach_the_short_fit_after_the_probes_own_and_key_the_group(monkeypatch, tmp_path):
+    from zoo.reverify.groups import Group
+    from zoo.reverify.runner import Decision, _spec
+
+    config = {"model": {"class_path": "m.M"}, "data": {"class_path": "d.D"}, "seed_everything": 0}
+    group = Group("toy", "hash", 1, config)
+    plain_key = group.key
+    group.overrides = ("--trainer.max_steps=-1",)
+    assert group.key != plain_key, "probes made with other overrides must not answer for this group"
+    assert _spec(Decision(group, "hash"))["overrides"] == ["--trainer.max_steps=-1"]
+
+    seen = {}
+
+    def build_cli(config, run_dir, overrides):
+        seen["overrides"] = overrides
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(probe_worker, "build_cli", build_cli)
+    plain = probe_worker.Plain(tmp_path, tmp_path)
+    with pytest.raises(RuntimeError):
+        probe_worker.short_run(
+            config, tmp_path / "run", plain, probe_worker.ObjectHash(plain), ["--trainer.max_steps=-1"]
+        )
+    args = seen["overrides"]
+    assert args.index("--trainer.max_steps=-1") > args.index("--trainer.max_steps"), "the task's override comes last"

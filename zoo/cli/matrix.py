@@ -176,13 +176,18 @@ def reverify_cells(only: list[str], leaderboard: Path, dry_run: bool) -> int:
     all), re-stamping those whose probes match; how many were re-stamped. Records of other cell settings than
     today's are left to a re-run."""
     from zoo.reverify.report import reverify
-    from zoo.reverify.runner import read_pairs
+    from zoo.reverify.runner import read_pairs, spec_overrides
 
     specs = {spec.name: spec for spec in matrix_specs(only)}
     paths = sorted(results_dir(MATRIX_TASK, leaderboard).glob("*.json"))
     pairs = [(p, r) for p, r in read_pairs(paths) if r.dataset in specs]
     plan = reverify(
-        MATRIX_TASK, pairs, repository_root(), lambda rec: cell_settings_current(specs[rec.dataset], rec), dry_run
+        MATRIX_TASK,
+        pairs,
+        repository_root(),
+        lambda rec: cell_settings_current(specs[rec.dataset], rec),
+        dry_run,
+        overrides=spec_overrides(lambda rec: specs[rec.dataset]),
     )
     return sum(len(d.group.records) for d in plan.restamped())
 

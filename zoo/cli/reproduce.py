@@ -309,11 +309,12 @@ def reverify_stale(spec: TaskSpec, leaderboard: Path, ns: argparse.Namespace) ->
     """Re-verify the task's stale records by behaviour (``zoo.reverify``), re-stamping those whose probes match;
     how many were re-stamped. Records of other settings than their row's now are left to a re-run."""
     from zoo.reverify.report import reverify
-    from zoo.reverify.runner import read_pairs
+    from zoo.reverify.runner import read_pairs, spec_overrides
 
     paths = sorted(results_dir(spec.name, leaderboard).glob("*.json"))
     pairs = [(p, r) for p, r in read_pairs(paths) if _selected(f"{r.method}/{r.dataset}", ns.only, ns.exclude)]
-    plan = reverify(spec.name, pairs, repository_root(), lambda rec: not settings_changed(spec, rec), ns.dry_run)
+    eligible = lambda rec: not settings_changed(spec, rec)  # noqa: E731
+    plan = reverify(spec.name, pairs, repository_root(), eligible, ns.dry_run, overrides=spec_overrides(lambda _: spec))
     return sum(len(d.group.records) for d in plan.restamped())
 
 

@@ -52,7 +52,8 @@ class Group:
     """Stale records that one probe answers for.
 
     ``config`` is the first record's full config (its seed is the probe's); ``runs`` every (seed, fold) of the
-    group, whose data splits the probe fingerprints; ``paths`` the record files."""
+    group, whose data splits the probe fingerprints; ``paths`` the record files; ``overrides`` what the probe's
+    short fit adds to the config."""
 
     task: str
     source_hash: str
@@ -60,11 +61,14 @@ class Group:
     config: dict
     records: list[RunRecord] = field(default_factory=list)
     paths: list[Path] = field(default_factory=list)
+    overrides: tuple[str, ...] = ()  # the task's probe overrides for this config (TaskSpec.probe_overrides)
 
     @property
     def key(self) -> str:
-        """A short, stable id of the group (task, source hash, threads and row config)."""
+        """A short, stable id of the group (task, source hash, threads, row config and probe overrides)."""
         text = json.dumps([self.task, self.source_hash, self.threads, row_config(self.config)], sort_keys=True)
+        if self.overrides:
+            text += json.dumps(list(self.overrides))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property

@@ -5,6 +5,7 @@ builds it), and otherwise only torch, Lightning and yaml: APIs that the record c
 
 What one probe holds (``probe_group``), all from the record's own config, seed and threads:
 
+* ``overrides``: the task's probe overrides (``TaskSpec.probe_overrides``), added to the short fit's arguments;
 * ``short``: a short fit (``STEPS`` optimiser steps in one epoch of ``STEPS`` batches, trainer otherwise as
   configured; a module that optimises by hand runs until its ``STEPS``-th step): every training batch's
   loss, its logged scalars and a hash of the batch, then a hash of every parameter / buffer and of the optimisers'
@@ -279,8 +280,10 @@ def _step_callback(plain: Plain, hasher: ObjectHash):
     return StepRecorder()
 
 
-def short_run(config: dict, run_dir: Path, plain: Plain, hasher: ObjectHash) -> dict:
-    """A few optimiser steps of the record's run, then validation and test on a few batches."""
+def short_run(config: dict, run_dir: Path, plain: Plain, hasher: ObjectHash, extra: list[str] = ()) -> dict:
+    """A few optimiser steps of the record's run, then validation and test on a few batches; ``extra`` are the
+    task's probe overrides, after the probe's own (so they may lift ``--trainer.max_steps`` for a run whose test
+    needs a finished sequence)."""
     from pytorch_lightning.utilities.model_helpers import is_overridden
 
     overrides = [
@@ -289,6 +292,7 @@ def short_run(config: dict, run_dir: Path, plain: Plain, hasher: ObjectHash) -> 
         *("--trainer.limit_test_batches", str(EVAL_BATCHES)),
         *("--trainer.log_every_n_steps", "1"),
         *("--trainer.num_sanity_val_steps", "0"),  # the same validation code runs below, on the trained weights
+        *extra,
     ]
     cli = build_cli(config, run_dir, overrides)
     trainer, model, data = cli.trainer, cli.model, cli.datamodule
@@ -488,7 +492,10 @@ def probe_group(group: dict, work: Path, tree: Path) -> dict:
     try:
         probe = {
             "threads": torch.get_num_threads(),
-            "short": timed("short", short_run, group["config"], run_root / "short", plain, hasher),
+            "overrides": list(group.get("overrides") or []),
+            "short": timed(
+                "short", short_run, group["config"], run_root / "short", plain, hasher, group.get("overrides") or []
+            ),
             "schedule": timed("schedule", schedule_trace, group["config"], run_root / "trace", plain),
             "splits": timed("splits", split_hashes, group["config"], group["runs"], hasher),
         }

@@ -74,9 +74,11 @@ def reverify(
     eligible: Callable[[RunRecord], bool],
     dry_run: bool,
     say: Callable[[str], None] = print,
+    overrides: Callable[[RunRecord], list[str]] = lambda _: [],
 ) -> Plan:
-    """Plan (and unless ``dry_run`` run) the re-verification of ``records``, printing both with ``say``."""
-    run_plan = plan(label, records, repo, eligible=eligible)
+    """Plan (and unless ``dry_run`` run) the re-verification of ``records``, printing both with ``say``;
+    ``overrides`` gives each group's probe overrides (``spec_overrides``)."""
+    run_plan = plan(label, records, repo, eligible=eligible, overrides=overrides)
     try:
         for line in plan_lines(run_plan):
             say(line)

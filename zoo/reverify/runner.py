@@ -13,6 +13,7 @@ from zoo.cli.stop_signal import stop_if_asked
 from zoo.code_closure import closure, run_roots
 from zoo.errors import ConfigError
 from zoo.leaderboard.record import RunRecord, read_record
+from zoo.registry import TaskSpec, load_object
 from zoo.reverify.checkouts import Trees, commit_of, dirty_closure_files, package_roots
 from zoo.reverify.groups import Group, group_records
 from zoo.reverify.restamp import restamp, verified_entry
@@ -95,10 +96,12 @@ def plan(
     repo: Path,
     work: Path | None = None,
     eligible: Callable[[RunRecord], bool] = lambda _: True,
+    overrides: Callable[[RunRecord], list[str]] = lambda _: [],
 ) -> Plan:
     """Group the records of ``label`` whose ``source_hash`` differs from HEAD's for their config and that are
     ``eligible`` (e.g. their row's settings are unchanged); choose each group's base commit, or say why it has none
-    or why HEAD cannot be probed for it (uncommitted changes in its closure)."""
+    or why HEAD cannot be probed for it (uncommitted changes in its closure). ``overrides`` gives a group's probe
+    overrides from its first record (``TaskSpec.probe_overrides``)."""
     trees = Trees(Path(repo), Path(work or tempfile.mkdtemp(prefix="zoo-reverify-")))
     head = trees.head
     stale, current, skipped = [], 0, 0
@@ -111,6 +114,7 @@ def plan(
             skipped += 1
     decisions, chosen = [], []
     for group in group_records(label, stale):
+        group.overrides = tuple(overrides(group.records[0]))
         decision = Decision(group, trees.source_hash(head, group.config))
         if trees.working_hash(group.config) != decision.head_hash:
             decision.status, decision.reason = DIRTY, _dirty_reason(trees, group)
@@ -146,7 +150,13 @@ def first_difference(a, b, path: str = "") -> str:
 
 def _spec(decision: Decision) -> dict:
     group = decision.group
-    return {"id": group.key, "config": group.config, "runs": group.runs, "threads": group.threads}
+    return {
+        "id": group.key,
+        "config": group.config,
+        "runs": group.runs,
+        "threads": group.threads,
+        "overrides": list(group.overrides),
+    }
 
 
 def _decide(decision: Decision, old: dict | None, new: dict | None) -> None:
@@ -207,6 +217,17 @@ def _restamp_group(decision: Decision, trees: Trees) -> None:
     )
     for path in group.paths:
         restamp(path, group.source_hash, entry)
+
+
+def spec_overrides(spec_of: Callable[[RunRecord], TaskSpec]) -> Callable[[RunRecord], list[str]]:
+    """A record's probe overrides: its task's ``probe_overrides`` function (``spec_of`` finds the task's spec)
+    applied to the record's config; none when the task declares no function."""
+
+    def overrides(record: RunRecord) -> list[str]:
+        dotted = spec_of(record).probe_overrides
+        return [str(arg) for arg in load_object(dotted)(record.config or {})] if dotted else []
+
+    return overrides
 
 
 def read_pairs(paths: list[Path]) -> list[tuple[Path, RunRecord]]:

@@ -101,6 +101,19 @@ def _rows() -> list[BenchmarkRow]:
     return rows
 
 
+def probe_overrides(config: dict) -> list[str]:
+    """The re-verification probe's settings (``zoo.reverify``): the test needs the whole sequence trained, so the
+    probe trains every task for one rollout (the same PPO iterations, stage ends and evaluations, shorter) with one
+    evaluation episode, to the end of the sequence."""
+    data = (config.get("data") or {}).get("init_args") or {}
+    rollout = int(data.get("num_envs", 8)) * int(data.get("n_steps", 256))
+    return [
+        f"--data.init_args.steps_per_task={rollout}",
+        "--data.init_args.eval_episodes=1",
+        "--trainer.max_steps=-1",
+    ]
+
+
 SPHERE = TaskSpec(
     name="sphere",
     description="SPHERE: a Parseval penalty on routing-weighted expert features keeps a top-k MoE PPO actor's "
@@ -124,4 +137,5 @@ SPHERE = TaskSpec(
     ),
     benchmarks={"sphere": "zoo_tasks.rl.continual.bench:main"},
     dense_twins=((SPHERE_METHOD, DENSE),),
+    probe_overrides="zoo_tasks.rl.continual.spec:probe_overrides",
 )

@@ -157,6 +157,17 @@ MATRIX = MatrixRow(
 )
 
 
+def probe_overrides(config: dict) -> list[str]:
+    """The re-verification probe's settings (``zoo.reverify``): the test's own sample counts and metric training
+    (thousands of iterations, five repeats) shrunk to a few, so that its code runs on a few cases in seconds."""
+    model = (config.get("model") or {}).get("init_args") or {}
+    sizes = {"indomain_samples": 32, "fewshot_samples": 32, "metric_repeats": 1}
+    out = [f"--model.init_args.{key}={value}" for key, value in sizes.items() if key in model]
+    if "metric_iterations" in model:
+        out.append('--model.init_args.metric_iterations={"disc": 2, "pred": 2, "cfid": 2}')
+    return out
+
+
 TIMEMODE = TaskSpec(
     name="timemode",
     description="TimeMoDE (ICML 2026): DiT with domain-prompt + timestep-aware MoE FFNs, pre-trained on 13 domains, "
@@ -187,4 +198,5 @@ TIMEMODE = TaskSpec(
     benchmark=ROWS,
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,
+    probe_overrides="zoo_tasks.timeseries.generation.spec:probe_overrides",
 )
