@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+from collections.abc import Iterable
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -45,13 +46,13 @@ def package_versions() -> dict[str, str]:
 SOURCE_PATHS = ("zoo", "tasks", "configs", "pyproject.toml", "constraints.txt")
 
 
-def dirty_sources(root: Path | None = None) -> list[str] | None:
-    """Source files (``SOURCE_PATHS``) that differ from HEAD: modified, staged, deleted or untracked (not ignored).
-    None outside a git checkout."""
+def dirty_sources(root: Path | None = None, paths: Iterable[str] = SOURCE_PATHS) -> list[str] | None:
+    """Files under ``paths`` (relative to ``root``; default ``SOURCE_PATHS``) that differ from HEAD: modified,
+    staged, deleted or untracked (not ignored). None outside a git checkout."""
     root = root or repository_root()
     try:
         out = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=all", "--", *SOURCE_PATHS],
+            ["git", "status", "--porcelain", "--untracked-files=all", "--", *paths],
             cwd=root,
             capture_output=True,
             text=True,

@@ -90,24 +90,14 @@ def dirty_files(files: Iterable[Path], root: Path | None = None) -> list[str] | 
     """Those of ``files`` inside the checkout that differ from HEAD (modified, staged or untracked), relative to
     its root; None outside git."""
     from zoo.registry import repository_root
+    from zoo.runinfo import dirty_sources
 
     root = (root or repository_root()).resolve()
     inside = sorted({str(p.resolve().relative_to(root)) for p in files if p.resolve().is_relative_to(root)})
     if not inside:
         return []
-    try:
-        out = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=all", "--", *inside],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0:
-        return None
-    return sorted(line[3:] for line in out.stdout.splitlines() if line.strip())
+    dirty = dirty_sources(root, inside)
+    return None if dirty is None else sorted(dirty)
 
 
 def source_closure(roots: Iterable[str]) -> dict[str, Path]:
