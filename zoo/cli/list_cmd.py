@@ -9,12 +9,27 @@ from zoo.errors import ZooError
 from zoo.registry import TaskSpec, discover, load_object
 
 
-def _routers() -> str:
+def _routers() -> list[str]:
+    """A summary line, then each router with where it comes from: built-in, or the plugin distribution and version
+    (and its entry point) that declares it; a plugin that cannot be used is flagged with its one-line error."""
     try:
-        from zoo.moe import ROUTERS
+        from zoo.moe.routers import router_sources
     except ImportError as exc:
-        return f"(zoo.moe unavailable: {exc})"
-    return ", ".join(sorted(ROUTERS))
+        return [f"routers: (zoo.moe unavailable: {exc})"]
+    sources = router_sources()
+    plugins = sum(source.origin != "built-in" for source in sources)
+    broken = sum(source.error is not None for source in sources)
+    lines = [
+        f"routers: {len(sources) - plugins} built-in, {plugins} from plugins"
+        + (f"; {broken} cannot be used" if broken else "")
+    ]
+    width = max((len(source.name) for source in sources), default=0)
+    for source in sources:
+        where = source.origin if source.origin == "built-in" else f"{source.origin} ({source.target})"
+        lines.append(f"    {source.name:<{width}}  {where}" + ("  [BROKEN]" if source.error else ""))
+        if source.error:
+            lines.append(f"        error: {source.error}")
+    return lines
 
 
 def _dataset(name: str) -> str:
@@ -75,11 +90,12 @@ def _configs(spec: TaskSpec) -> str:
 
 def list_tasks(argv: list[str]) -> int:
     """Print every registered task (its models, datasets and whether they are on this machine, configs and
-    benchmark programs), then the routers."""
+    benchmark programs), then the routers and where each comes from."""
     if argv and argv[0] in ("-h", "--help"):
         print(
             "usage: zoo list [--no-routers]\n\nRegistered tasks, their datasets (and whether each is on this "
-            "machine, would be downloaded or must be fetched by hand) and configs, and the routers."
+            "machine, would be downloaded or must be fetched by hand) and configs, and the routers (built-in or "
+            "from which plugin distribution; --no-routers leaves them out and does not import torch)."
         )
         return 0
     loads = discover()
@@ -108,6 +124,6 @@ def list_tasks(argv: list[str]) -> int:
         for name, target in spec.benchmarks.items():
             print(f"    bench {name}: {target}")
     if "--no-routers" not in argv:
-        print(f"routers: {_routers()}")
+        print("\n".join(_routers()))
     sys.stdout.flush()
     return 0

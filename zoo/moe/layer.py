@@ -24,7 +24,8 @@ class MoE(nn.Module):
     Args (all plain types, so LightningCLI/jsonargparse can build it from YAML):
         dim, hidden, num_experts, top_k: sizes; each routed expert maps dim -> hidden -> out_dim.
         router: name in ``zoo.moe.ROUTERS`` ("topk", "noisy_topk", "sigmoid_bias", "expert_choice",
-            "dtop_p", "soft", "dirichlet", "kern", "grouped"); ``router_kwargs`` go to its class.
+            "dtop_p", "soft", "dirichlet", "kern", "grouped", or one an installed plugin declares in the
+            ``zoo.routers`` entry-point group); ``router_kwargs`` go to its class.
         experts: "ffn" (GELU), "swiglu", "lowrank" (rank ``rank``), "linear" - or, programmatically, an
             ``nn.ModuleList`` of arbitrary (n, dim) -> (n, out_dim) modules (heterogeneous experts).
         out_dim: output width (default dim). num_shared: always-on shared experts (DeepSeekMoE), stored

@@ -1,4 +1,8 @@
-"""Routers by name. Each maps tokens (T, dim) [+ condition] to a `Routing` (see `zoo.moe.routing`)."""
+"""Routers by name. Each maps tokens (T, dim) [+ condition] to a `Routing` (see `zoo.moe.routing`).
+
+``ROUTERS`` holds the built-in routers and those that installed plugins declare in the ``zoo.routers`` entry-point
+group (see `zoo.moe.routers.registry`, docs/writing-a-router.md); ``make_router`` / ``require_router`` take either.
+"""
 
 from __future__ import annotations
 
@@ -13,22 +17,17 @@ from zoo.moe.routers.expert_choice import ExpertChoiceRouter
 from zoo.moe.routers.grouped import GroupedRouter
 from zoo.moe.routers.kern import KernRouter
 from zoo.moe.routers.noisy_topk import NoisyTopKRouter
+from zoo.moe.routers.registry import (
+    BUILTIN_ROUTERS,
+    ENTRY_POINT_GROUP,
+    ROUTERS,
+    RouterRegistry,
+    RouterSource,
+    router_sources,
+)
 from zoo.moe.routers.sigmoid_bias import SigmoidBiasRouter
 from zoo.moe.routers.soft import SoftRouter
 from zoo.moe.routers.topk import TopKRouter
-
-ROUTERS: dict[str, type[Router]] = {
-    "topk": TopKRouter,
-    "noisy_topk": NoisyTopKRouter,
-    "sigmoid_bias": SigmoidBiasRouter,
-    "expert_choice": ExpertChoiceRouter,
-    "dtop_p": DTopPRouter,
-    "soft": SoftRouter,
-    "dirichlet": DirichletRouter,
-    "kern": KernRouter,
-    "grouped": GroupedRouter,
-}
-
 
 CAPABILITIES: dict[str, str] = {
     "per_token_choice": "each token's experts must depend on that token alone, not on the rest of the batch",
@@ -39,9 +38,10 @@ CAPABILITIES: dict[str, str] = {
 
 
 def routers_that_apply(needs: Iterable[str] = ()) -> list[str]:
-    """Names in ``ROUTERS`` whose class has every capability in ``needs`` (see ``CAPABILITIES``), sorted."""
+    """Names in ``ROUTERS`` whose class has every capability in ``needs`` (see ``CAPABILITIES``), sorted; a plugin
+    that does not load is left out."""
     needs = _check_needs(needs)
-    return sorted(name for name, cls in ROUTERS.items() if all(getattr(cls, n) for n in needs))
+    return sorted(name for name, cls in ROUTERS.usable().items() if all(getattr(cls, n) for n in needs))
 
 
 def _check_needs(needs: Iterable[str]) -> tuple[str, ...]:
@@ -80,7 +80,7 @@ def require_router(name: str, mixture: str, needs: Iterable[str] = ("per_token_c
 def _router_class(name: str) -> type[Router]:
     if name not in ROUTERS:
         raise ConfigError(f"unknown router {name!r}; valid: {', '.join(sorted(ROUTERS))}")
-    return ROUTERS[name]
+    return ROUTERS[name]  # a broken or clashing plugin raises its one-line ConfigError
 
 
 def make_router(
@@ -112,12 +112,25 @@ def make_router(
 
 
 __all__ = [
+    "BUILTIN_ROUTERS",
     "CAPABILITIES",
+    "ENTRY_POINT_GROUP",
     "ROUTERS",
     "Router",
+    "RouterRegistry",
+    "RouterSource",
     "broadcast_condition",
     "make_router",
     "require_router",
+    "router_sources",
     "routers_that_apply",
-    *[c.__name__ for c in ROUTERS.values()],
+    "DTopPRouter",
+    "DirichletRouter",
+    "ExpertChoiceRouter",
+    "GroupedRouter",
+    "KernRouter",
+    "NoisyTopKRouter",
+    "SigmoidBiasRouter",
+    "SoftRouter",
+    "TopKRouter",
 ]

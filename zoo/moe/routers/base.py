@@ -27,7 +27,8 @@ class Router(nn.Module):
     router input when ``condition_dim > 0``; a router built with ``condition_dim == 0`` ignores it.
 
     Capabilities (class attributes, see ``zoo.moe.routers.CAPABILITIES`` and ``zoo.moe.require_router``), which
-    tell a mixture whether this router applies to it:
+    tell a mixture whether this router applies to it; a plugin's router (``zoo.routers`` entry point, see
+    ``zoo.moe.routers.registry``) overrides the ones that do not hold for it the same way:
         per_token_choice: each token's experts depend on that token (and its condition) alone, not on the other
             tokens of the batch. False for expert choice, where each expert picks its tokens from the batch.
         fixed_k: every token gets the same number of used slots (no router-made -1 slots). False for routers
