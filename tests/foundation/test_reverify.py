@@ -358,3 +358,22 @@ def test_a_tasks_probe_overrides_reach_the_short_fit_after_the_probes_own_and_ke
         )
     args = seen["overrides"]
     assert args.index("--trainer.max_steps=-1") > args.index("--trainer.max_steps"), "the task's override comes last"
+
+
+def test_the_split_fingerprint_is_the_data_not_the_datamodules_settings(tmp_path):
+    """A datamodule that gained a setting (a string, a flag, an empty dict of user paths) but holds the same split
+    indices and data fingerprints the same; one changed index does not."""
+    import numpy as np
+    import torch
+
+    class Splits:
+        def __init__(self, order, **settings):
+            self.train, self.test, self.values = order[:6], order[6:], np.arange(10.0)
+            self.__dict__.update(settings)
+
+    content = probe_worker.ObjectHash(probe_worker.Plain(tmp_path, tmp_path), content_only=True)
+    order = torch.arange(10)
+    before = content(Splits(order))
+    assert content(Splits(order, id_column="auto", _user_paths={}, plots=True)) == before
+    assert content(Splits(order[[1, 0, *range(2, 10)]])) != before
+    assert content(Splits(order, count=7)) != before, "a number is content"

@@ -143,12 +143,17 @@ def state_hash(state: dict) -> str:
 
 class ObjectHash:
     """sha256 over an object graph: tensors and arrays by content, containers by their items, other objects by
-    their type and attributes (``vars``); the trainer, modules, functions and classes are not entered."""
+    their type and attributes (``vars``); the trainer, modules, functions and classes are not entered.
+
+    ``content_only`` (the data splits' fingerprint) keeps the numbers alone -- tensors, arrays, ints and floats in
+    the order of the sorted attribute names -- and leaves out names, types, strings, flags and None: a datamodule
+    that gained a setting or a helper attribute but holds the same split indices and data fingerprints the same;
+    any change of an index, a value or a count does not."""
 
     SKIP = {"trainer", "_trainer", "_hparams_initial", "_log_hyperparams"}
 
-    def __init__(self, plain: Plain, max_depth: int = 8):
-        self.plain, self.max_depth = plain, max_depth
+    def __init__(self, plain: Plain, max_depth: int = 8, content_only: bool = False):
+        self.plain, self.max_depth, self.content_only = plain, max_depth, content_only
 
     def __call__(self, value) -> str:
         out = hashlib.sha256()
@@ -161,8 +166,12 @@ class ObjectHash:
         import numpy as np
         import torch
 
-        if value is None or isinstance(value, bool | int | float | str | bytes | Path):
-            out.update(repr(self.plain(value) if isinstance(value, str | Path) else value).encode())
+        if value is None or isinstance(value, bool | str | bytes | Path):
+            if not self.content_only:
+                out.update(repr(self.plain(value) if isinstance(value, str | Path) else value).encode())
+            return
+        if isinstance(value, int | float):
+            out.update(repr(value).encode())
             return
         if isinstance(value, torch.Tensor | np.ndarray):
             out.update(json.dumps(tensor_summary(value), sort_keys=True).encode())
@@ -170,8 +179,8 @@ class ObjectHash:
         if isinstance(value, torch.Generator):
             out.update(json.dumps(tensor_summary(value.get_state())).encode())
             return
-        kind = f"<{type(value).__module__}.{type(value).__qualname__}>"
-        out.update(kind.encode())
+        if not self.content_only:
+            out.update(f"<{type(value).__module__}.{type(value).__qualname__}>".encode())
         if depth >= self.max_depth or id(value) in seen:
             return
         if isinstance(value, types.ModuleType | types.FunctionType | types.MethodType | type | torch.nn.Module):
@@ -179,7 +188,8 @@ class ObjectHash:
         seen.add(id(value))
         if isinstance(value, dict):
             for key in sorted(value, key=repr):
-                out.update(repr(key).encode())
+                if not self.content_only:
+                    out.update(repr(key).encode())
                 self._add(out, value[key], depth + 1, seen)
         elif isinstance(value, list | tuple):
             for item in value:
@@ -197,7 +207,8 @@ class ObjectHash:
                 return
             for key in sorted(attributes):
                 if key not in self.SKIP and not TIME_KEY.search(key):
-                    out.update(key.encode())
+                    if not self.content_only:
+                        out.update(key.encode())
                     self._add(out, attributes[key], depth + 1, seen)
 
 
@@ -448,7 +459,7 @@ def schedule_trace(config: dict, run_dir: Path, plain: Plain) -> dict:
 # ------------------------------------------------------------------------------------------------ data splits
 def split_hashes(config: dict, runs: list, hasher: ObjectHash) -> list:
     """For every (seed, fold): the datamodule of the config (that seed and fold) after ``prepare_data`` and
-    ``setup("fit")`` / ``setup("test")``, hashed (its split indices and in-memory data)."""
+    ``setup("fit")`` / ``setup("test")``, hashed by content (its split indices and in-memory data, ``content_only``)."""
     import pytorch_lightning as pl
     from pytorch_lightning.cli import LightningArgumentParser
 
@@ -497,7 +508,9 @@ def probe_group(group: dict, work: Path, tree: Path) -> dict:
                 "short", short_run, group["config"], run_root / "short", plain, hasher, group.get("overrides") or []
             ),
             "schedule": timed("schedule", schedule_trace, group["config"], run_root / "trace", plain),
-            "splits": timed("splits", split_hashes, group["config"], group["runs"], hasher),
+            "splits": timed(
+                "splits", split_hashes, group["config"], group["runs"], ObjectHash(plain, content_only=True)
+            ),
         }
         text = json.dumps(probe, sort_keys=True, allow_nan=True)
         probe = json.loads(text)  # canonical: what the hash covers is what the JSON line holds
