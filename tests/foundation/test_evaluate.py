@@ -13,9 +13,10 @@ import yaml
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from zoo.cli.evaluate import evaluate_main, evaluation_name
+from zoo.cli.evaluate import evaluate_main
 from zoo.cli.main import HELP, main
 from zoo.errors import ConfigError
+from zoo.runner.evaluation import evaluation_name
 
 
 class SeedData(pl.LightningDataModule):
@@ -162,7 +163,7 @@ def test_evaluate_is_in_zoo_help():
 
 
 def test_an_edited_config_or_changed_data_is_never_averaged_with_old_runs(tmp_path):
-    from zoo.cli.evaluate import check_same_data
+    from zoo.runner.evaluation import check_same_data
 
     config = tmp_path / "c.yaml"
     config.write_text("model: {}\n")

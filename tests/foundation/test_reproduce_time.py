@@ -1,9 +1,9 @@
 """`zoo reproduce --dry-run`'s time line: from the wall times of each run's row, else of other methods on its
 dataset (same data and schedule as a rule), saying which estimates it used and what it left out."""
 
-from zoo.cli.reproduce import time_to_do
 from zoo.leaderboard.record import RunRecord
 from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.runner.grid_time import time_to_do
 
 ROWS = (
     BenchmarkRow("dense", "mix 1:1", "dense.yaml"),

@@ -143,7 +143,7 @@ from pathlib import Path
 import torch
 
 from zoo.cli.fit_test import fit_and_test
-from zoo.cli.reproduce import record_of
+from zoo.runner.records import record_of
 from zoo.leaderboard.record import write_record_file
 
 torch.set_num_threads(1)

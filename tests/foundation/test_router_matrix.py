@@ -110,7 +110,7 @@ def test_rerun_stale_reprobes_a_cell_older_code_marked_not_applicable(zoo_env, t
 
 
 def test_a_study_of_other_code_or_settings_is_not_resumed(tmp_path):
-    from zoo.cli.tune import STUDY_CODE, other_study
+    from zoo.runner.tuning import STUDY_CODE, other_study
 
     made_by = {"source_hash": "a", "settings": "b"}
     assert not other_study(tmp_path / "none", made_by, unmarked_is_other=True)
@@ -190,8 +190,8 @@ def test_matrix_page_names_each_rows_cpu_kinds():
 def test_a_cell_reads_its_tuning_back_from_records_of_the_current_code():
     """On a new machine the study under runs/ is gone: the cell's remaining seeds reuse the recorded choice (the
     same config as its recorded seeds), unless the code changed since or the study had fewer trials."""
-    from zoo.cli.matrix import recorded_tuning
     from zoo.code_closure import closure_hash, run_roots
+    from zoo.runner.matrix_tuning import recorded_tuning
 
     tuning = dict(params={"model.init_args.lr": 0.01}, overrides=["--model.init_args.lr=0.01"], value=0.9)
     tuning.update(metric="val/acc", direction="maximize", trials=4, pruned=0, space="lr", seed=1000, study="s")
@@ -218,7 +218,7 @@ def test_matrix_page_names_the_tasks_without_a_row():
 
 
 def test_the_page_is_not_rewritten_while_a_task_with_records_fails_to_load(tmp_path, monkeypatch):
-    import zoo.cli.matrix as matrix
+    import zoo.runner.matrix_page as matrix
     from zoo.errors import ConfigError
     from zoo.leaderboard.record import write_record
     from zoo.registry import PluginLoad
@@ -237,7 +237,7 @@ def test_the_page_is_not_rewritten_while_a_task_with_records_fails_to_load(tmp_p
 STAGED = """
 import dataclasses, sys
 from pathlib import Path
-from zoo.cli.matrix_requires import run_requirements
+from zoo.runner.matrix_requires import run_requirements
 from zoo.registry import get_task
 from zoo.tuning.matrix_row import StagedMatrixRow
 
@@ -313,7 +313,7 @@ def _goes_on_past_what_is_held(args, env, cwd, held, skipped: str, later: str, n
 def test_a_required_run_another_process_fits_is_left_for_later(zoo_env, tmp_path):
     """Two processes sharing the table fit two of a staged row's required runs at once: the second skips the run the
     first holds, fits the next, then comes back to the held one."""
-    from zoo.cli.run_lock import RunLock
+    from zoo.runner.run_lock import RunLock
 
     runs = tmp_path / "runs"
     held = RunLock(runs / "reproduce" / "router_matrix" / "requires" / "toy__dense__digits__seed1000")
@@ -336,8 +336,8 @@ def test_router_overrides_reach_the_router_cells_only():
 
 
 def test_the_dry_run_times_each_cell_by_the_records_closest_to_its_settings():
-    from zoo.cli.matrix_time import MatrixTime
     from zoo.registry import BenchmarkRow
+    from zoo.runner.matrix_time import MatrixTime
 
     moe, dense = BenchmarkRow("moe", "d", "c.yaml"), BenchmarkRow("dense", "d", "c.yaml")
 
@@ -363,7 +363,7 @@ def test_the_dry_run_times_each_cell_by_the_records_closest_to_its_settings():
 def test_a_cell_another_process_tunes_is_left_for_later_not_waited_for(zoo_env, tmp_path):
     """Two processes sharing the table tune two cells at once: the second skips the cell whose study the first holds
     and comes back to it after its other cells."""
-    from zoo.cli.run_lock import RunLock
+    from zoo.runner.run_lock import RunLock
 
     board, runs = tmp_path / "board", tmp_path / "runs"
     held = RunLock(runs / "tune" / "toy" / "moe__digits__topk")  # as if another process were tuning topk
@@ -379,10 +379,10 @@ def test_a_cell_another_process_tunes_is_left_for_later_not_waited_for(zoo_env, 
 def test_a_cell_record_of_other_matrix_settings_is_not_current():
     """A matrix record stores its cell's settings (the row's arguments, the matrix overrides, the router): when the
     spec's matrix row changes them, the record is stale although the code is the same."""
-    from zoo.cli.matrix_cells import CELL_SETTINGS, cell_args, cell_is_current
     from zoo.code_closure import closure_hash, run_roots
     from zoo.leaderboard.settings import settings_fingerprint
     from zoo.registry import get_task
+    from zoo.runner.matrix_cells import CELL_SETTINGS, cell_args, cell_is_current
 
     spec = get_task("seer")
     config = {"model": {"class_path": "zoo_tasks.timeseries.seer.SEERForecaster"}}

@@ -4,8 +4,8 @@ run's checkpoint is resumed only under the code and settings that started it."""
 import json
 import os
 
-from zoo.cli.run_folder import RUN_CODE, mark_rerun, set_aside_old_run, set_aside_other_code
-from zoo.cli.run_lock import RunLock
+from zoo.runner.run_folder import RUN_CODE, mark_rerun, set_aside_old_run, set_aside_other_code
+from zoo.runner.run_lock import RunLock
 
 
 def _run_folder(tmp_path, ckpt_mtime: float, record_mtime: float):

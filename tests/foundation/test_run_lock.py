@@ -7,11 +7,11 @@ import threading
 
 from zoo_testing import run_zoo
 
-from zoo.cli.run_lock import RunLock
+from zoo.runner.run_lock import RunLock
 
 HOLD = """
 import sys, time
-from zoo.cli.run_lock import RunLock
+from zoo.runner.run_lock import RunLock
 assert RunLock(sys.argv[1]).acquire()
 print("held", flush=True)
 time.sleep(60)

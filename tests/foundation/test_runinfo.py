@@ -9,6 +9,7 @@ import pytest
 from zoo.cli import reproduce
 from zoo.errors import ConfigError
 from zoo.runinfo import dirty_sources, git_commit
+from zoo.runner import dirty_tree
 
 
 def _git(root, *args):
@@ -41,7 +42,7 @@ def test_untracked_source_files_make_the_commit_dirty(checkout):
 
 
 def test_reproduce_refuses_a_dirty_tree_unless_allowed(tmp_path, monkeypatch):
-    monkeypatch.setattr(reproduce, "dirty_sources", lambda root=None: ["tasks/graphs/c2gmoe.py"])
+    monkeypatch.setattr(dirty_tree, "dirty_sources", lambda root=None: ["tasks/graphs/c2gmoe.py"])
     board = tmp_path / "board"
     with pytest.raises(ConfigError, match=r"tasks/graphs/c2gmoe\.py.*--allow-dirty"):
         reproduce.reproduce_main(["reproduce", "mammoth", "--leaderboard", str(board), "--runs", str(tmp_path)])

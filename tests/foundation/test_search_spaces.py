@@ -7,8 +7,8 @@ import inspect
 import pytest
 import yaml
 
-from zoo.cli.tune import find_row
 from zoo.registry import discover, load_object
+from zoo.runner.rows import find_row
 from zoo.tuning.matrix_row import cell_overrides, requires
 from zoo.tuning.router_knobs import ROUTER_KNOBS
 from zoo.tuning.space import check_space

@@ -7,16 +7,17 @@ import sys
 SCRIPT = """
 import os, signal, sys
 import zoo.cli.reproduce as reproduce
-import zoo.cli.verify as verify
+import zoo.runner.reproduce as grid
+import zoo.runner.verify as verify
 
-fit_and_test = reproduce.fit_and_test
+fit_and_test = grid.fit_and_test
 
 def fit_test_then_sigterm(args, run_dir):
     result = fit_and_test(args, run_dir)
     os.kill(os.getpid(), signal.SIGTERM)  # after the test: the record is still to be written
     return result
 
-reproduce.fit_and_test = verify.fit_and_test = fit_test_then_sigterm
+grid.fit_and_test = verify.fit_and_test = fit_test_then_sigterm
 sys.exit(reproduce.reproduce_main(sys.argv[1:]))
 """
 
@@ -52,7 +53,7 @@ def test_sigterm_between_runs_stops_the_grid_after_writing_the_current_record(zo
 
 
 def test_outside_a_grid_sigterm_keeps_its_default_action(tmp_path):
-    script = "import os, signal; from zoo.cli.stop_signal import stop_between_runs\n"
+    script = "import os, signal; from zoo.runner.stop_signal import stop_between_runs\n"
     script += "with stop_between_runs(): pass\nos.kill(os.getpid(), signal.SIGTERM)\nprint('alive')"
     out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert out.returncode == -15 and "alive" not in out.stdout

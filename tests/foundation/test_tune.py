@@ -99,7 +99,7 @@ def test_a_row_that_asks_for_tuning_is_tuned_then_run_with_the_chosen_values(zoo
     script = f"""
 import dataclasses, json
 from pathlib import Path
-from zoo.cli.reproduce import run_one
+from zoo.runner.reproduce import run_one
 from zoo.registry import get_task
 spec = get_task("toy")
 row = dataclasses.replace(spec.benchmark[0], tune_trials=2, overrides=("--trainer.max_epochs=1",))

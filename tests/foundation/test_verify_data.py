@@ -1,6 +1,6 @@
 """`zoo reproduce --verify` says whether the re-run read the same data files as the record's run (sha256 per file)."""
 
-from zoo.cli.verify import data_comparison
+from zoo.runner.verify import data_comparison
 
 
 def test_equal_data_is_stated_with_the_file_count():

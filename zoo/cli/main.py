@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+from zoo.cli.task_shortcut import expand_task_shortcut
+
 HELP = """usage: zoo COMMAND [options]
 
 Train and reproduce Mixture-of-Experts methods from many fields.
@@ -57,21 +59,6 @@ def _bench_args(name: str, args: list[str]) -> list[str]:
         out = Path("runs") / "bench" / "moe_layer" / f"quick-{time.strftime('%Y%m%d-%H%M%S')}.json"
         return [*args, "--out", str(out)]
     return args
-
-
-def expand_task_shortcut(args: list[str]) -> list[str]:
-    """``--task NAME`` → ``--config <that task's default config>``."""
-    if "--task" not in args:
-        return args
-    i = args.index("--task")
-    if i + 1 >= len(args):
-        from zoo.errors import ConfigError
-
-        raise ConfigError("--task needs a task name (see `zoo list`)")
-    from zoo.registry import get_task
-
-    spec = get_task(args[i + 1])
-    return [*args[:i], "--config", str(spec.config_path(spec.default_config)), *args[i + 2 :]]
 
 
 def _release_process_group() -> None:
@@ -149,6 +136,7 @@ def _user_error(exc: BaseException) -> BaseException | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``zoo`` command: its exit status; user errors print one line (exit 2), real bugs their traceback."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         code = _run(argv)

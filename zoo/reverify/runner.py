@@ -9,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zoo.cli.stop_signal import stop_if_asked
 from zoo.code_closure import closure, run_roots
 from zoo.errors import ConfigError
 from zoo.leaderboard.record import RunRecord, read_record
@@ -18,6 +17,7 @@ from zoo.reverify.checkouts import Trees, commit_of, dirty_closure_files, packag
 from zoo.reverify.groups import Group, group_records
 from zoo.reverify.restamp import restamp, verified_entry
 from zoo.reverify.workers import WorkerRun, run_worker, worker_script
+from zoo.runner.stop_signal import stop_if_asked
 
 # what a group's decision can be
 RESTAMP, STALE, UNVERIFIABLE, DIRTY = "re-stamped", "stale", "cannot be verified", "uncommitted code"

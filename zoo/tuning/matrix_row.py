@@ -23,7 +23,7 @@ class StagedMatrixRow(MatrixRow):
             model class, which would refuse the MoE model's arguments).
         requires: ``"method/dataset"`` of benchmark rows whose outputs the row's model reads when it is built (MoE-GS:
             the stage-1 experts it freezes). ``zoo reproduce matrix`` fits each with its benchmark settings for the
-            tuning seed and every seed in ``seeds`` before the row's cells (``zoo.cli.matrix_requires``), and records
+            tuning seed and every seed in ``seeds`` before the row's cells (``zoo.runner.matrix_requires``), and records
             none of them.
     """
 

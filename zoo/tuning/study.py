@@ -164,12 +164,12 @@ def run_study(
         pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=3),
     )
     for stale in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        # a killed zoo tune left it running (one process per study: zoo.cli.tune holds a lock)
+        # a killed zoo tune left it running (one process per study: zoo.runner.tuning holds a lock)
         storage.set_trial_state_values(stale._trial_id, TrialState.FAIL)  # as optuna.storages.fail_stale_trials does
     finished = (TrialState.COMPLETE, TrialState.PRUNED)
 
     def objective(trial: optuna.Trial) -> float:
-        from zoo.cli.stop_signal import stop_if_asked
+        from zoo.runner.stop_signal import stop_if_asked
 
         stop_if_asked(f"trial {trial.number} of {folder}")
         params = suggest(trial, space)

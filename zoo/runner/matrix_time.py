@@ -15,10 +15,10 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
-from zoo.cli.reproduce import duration
 from zoo.leaderboard.matrix import DENSE
 from zoo.leaderboard.record import RunRecord
 from zoo.registry import BenchmarkRow
+from zoo.runner.grid_time import duration
 
 SOURCES = (
     "the cells' own records",

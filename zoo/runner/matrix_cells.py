@@ -1,4 +1,5 @@
-"""One cell of the router x task table: the ``zoo fit`` arguments of its runs, and whether a record of it is current.
+"""The cells of the router x task table: the tasks with a matrix row, each row's cells and runs, the ``zoo fit``
+arguments of a cell's runs, and whether a record of a cell is current.
 
 A cell is a task's matrix row run with one router (or the row's dense twin, ``"dense"``). Its records carry
 ``extra["cell_settings_sha256"]``, the settings fingerprint (``zoo.leaderboard.settings.settings_fingerprint``) of the
@@ -9,16 +10,50 @@ settings.
 
 from __future__ import annotations
 
-from zoo.cli.tune import find_row
+from collections.abc import Iterator
+from pathlib import Path
+
 from zoo.errors import ConfigError
-from zoo.leaderboard.matrix import DENSE
+from zoo.leaderboard.matrix import DENSE, MATRIX_TASK
 from zoo.leaderboard.provenance import written_by_current_code
-from zoo.leaderboard.record import RunRecord
+from zoo.leaderboard.record import RunRecord, record_key, record_path
 from zoo.leaderboard.settings import row_args, settings_fingerprint
-from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.registry import BenchmarkRow, TaskSpec, discover
+from zoo.runner.rows import find_row
 from zoo.tuning.matrix_row import cell_overrides
 
 CELL_SETTINGS = "cell_settings_sha256"
+
+
+def matrix_specs(only: list[str]) -> list[TaskSpec]:
+    """The tasks whose spec names a matrix row (those ``only`` names, when it names any), by name."""
+    specs = [load.spec for load in discover() if load.spec is not None and load.spec.matrix is not None]
+    if only:
+        specs = [s for s in specs if s.name in only]
+        missing = sorted(set(only) - {s.name for s in specs})
+        if missing:
+            raise ConfigError(f"--only {', '.join(missing)}: no such task with a matrix row")
+    return sorted(specs, key=lambda s: s.name)
+
+
+def cells(spec: TaskSpec, routers: list[str]) -> Iterator[tuple[str, BenchmarkRow, str | None]]:
+    """(label, benchmark row, router) of every cell of ``spec``'s matrix row: the dense twin, then each router."""
+    matrix = spec.matrix
+    yield DENSE, find_row(spec, matrix.dense), None
+    moe = find_row(spec, matrix.row)
+    for router in routers:
+        yield router, moe, router
+
+
+def cell_runs(spec: TaskSpec, row: BenchmarkRow) -> list[tuple[int, int | None]]:
+    """The (seed, fold) of every run of one cell of ``row``."""
+    folds = range(row.folds) if row.folds else [None]
+    return [(seed, fold) for seed in spec.matrix.seeds for fold in folds]
+
+
+def cell_record_path(spec: TaskSpec, label: str, seed: int, fold: int | None, leaderboard: Path) -> Path:
+    """The record file of one run of cell ``label``."""
+    return record_path(MATRIX_TASK, record_key(label, spec.name, seed, fold), leaderboard)
 
 
 def cell_row(spec: TaskSpec, label: str) -> tuple[BenchmarkRow, str | None]:

@@ -19,14 +19,15 @@ import time
 from pathlib import Path
 
 from zoo.cli.fit_test import FitTest, fit_and_test
-from zoo.cli.reproduce import largest_change, set_threads
-from zoo.cli.stop_signal import stop_if_asked
 from zoo.errors import ConfigError
 from zoo.leaderboard.cpu_identity import IDENTITY_KEYS, record_machine
 from zoo.leaderboard.provenance import written_by_current_code
 from zoo.leaderboard.record import RunRecord, read_record, record_path
 from zoo.leaderboard.settings import row_args, row_of, settings_changed
 from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.runner.metric_change import largest_change
+from zoo.runner.stop_signal import stop_if_asked
+from zoo.runner.threads import set_threads
 
 
 def _tuned_overrides(row: BenchmarkRow, record: RunRecord) -> list[str]:
@@ -107,7 +108,9 @@ def verify_record(spec: TaskSpec, key: str, leaderboard: Path, runs_root: Path) 
     return record, fit_and_test(args, run_dir)
 
 
-def verify_main(spec: TaskSpec, keys: list[str], leaderboard: Path, runs_root: Path, tolerance: float) -> int:
+def verify_records(spec: TaskSpec, keys: list[str], leaderboard: Path, runs_root: Path, tolerance: float) -> int:
+    """Re-run each record of ``keys`` and print how its metrics compare; 1 when one differs by more than
+    ``tolerance``, else 0."""
     here, worst_all = record_machine(), 0.0
     for key in keys:
         stop_if_asked(f"the re-run of {key}")

@@ -12,10 +12,10 @@ from pathlib import Path
 import yaml
 
 from zoo.cli.fit_test import last_checkpoint
-from zoo.cli.run_lock import LOCK_NAME
 from zoo.code_closure import source_hash
 from zoo.data.resolve import sha256_of
 from zoo.leaderboard.settings import settings_fingerprint
+from zoo.runner.run_lock import LOCK_NAME
 
 REPLACES = "replaces.json"
 RUN_CODE = "run_code.json"

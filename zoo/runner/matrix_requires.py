@@ -14,15 +14,17 @@ import json
 from pathlib import Path
 
 from zoo.cli.fit_test import fit_and_test
-from zoo.cli.reproduce import report_failed_run, row_args
-from zoo.cli.run_folder import code_and_settings, set_aside_other_code
-from zoo.cli.run_lock import RunLock
-from zoo.cli.stop_signal import stop_if_asked
-from zoo.cli.tune import TUNE_SEED, find_row
 from zoo.data import cache_dir
 from zoo.leaderboard.matrix import MATRIX_TASK
 from zoo.leaderboard.record import record_key
+from zoo.leaderboard.settings import row_args
 from zoo.registry import TaskSpec
+from zoo.runner.failures import report_failed_run
+from zoo.runner.rows import find_row
+from zoo.runner.run_folder import code_and_settings, set_aside_other_code
+from zoo.runner.run_lock import RunLock
+from zoo.runner.stop_signal import stop_if_asked
+from zoo.runner.tuning import TUNE_SEED
 from zoo.tuning.matrix_row import requires
 
 DONE = "requirement.json"
@@ -46,6 +48,7 @@ def _made_by(args: list[str]) -> dict:
 
 
 def is_done(args: list[str], folder: Path) -> bool:
+    """Whether ``folder``'s required run is done with the code, settings and cache folder that would run it now."""
     mark = folder / DONE
     if not mark.is_file():
         return False

@@ -1,0 +1,48 @@
+"""Cells whose router the task's model cannot route: the probe that builds the model with the router, and the n/a
+marks (``leaderboard/results/router_matrix/not_applicable.jsonl``) it writes and clears."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zoo.errors import ConfigError
+from zoo.leaderboard.matrix import clear_not_applicable, write_not_applicable
+from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.runner.matrix_cells import cell_args, cell_record_path, cell_runs
+from zoo.runner.tuning import study_folder
+
+
+def probe(spec: TaskSpec, row: BenchmarkRow, router: str, runs: Path) -> str | None:
+    """None when the task's model builds with ``router``; else the one-line reason it refuses."""
+    from zoo.tuning.study import direction_of
+
+    args = cell_args(spec, router, 0, 0 if row.folds else None)
+    try:
+        direction_of(args, spec.tune_metric, study_folder(spec, row, router, runs) / "probe")
+    except ConfigError as exc:
+        return str(exc).split("\n")[0]
+    return None
+
+
+def applies_now(spec: TaskSpec, row: BenchmarkRow, router: str, runs: Path, leaderboard: Path) -> bool:
+    """Whether the model of today's code builds with ``router``, which older code refused. ``--rerun-stale``
+    re-probes n/a cells: an n/a carries no code fingerprint, so only a new probe tells whether today's code still
+    refuses. Clears the n/a when it does not; refreshes the reason when it does."""
+    reason = probe(spec, row, router, runs)
+    if reason is not None:
+        write_not_applicable(spec.name, router, reason, leaderboard)
+        return False
+    clear_not_applicable(spec.name, router, leaderboard)
+    print(f"{spec.name} / {router}: was n/a, the model builds with it now", flush=True)
+    return True
+
+
+def remove_cell_records(spec: TaskSpec, label: str, row: BenchmarkRow, leaderboard: Path) -> None:
+    """Delete the records of a cell whose model now refuses its router: older code made them (today's cannot), and
+    the page would show them in place of the cell's n/a."""
+    paths = [cell_record_path(spec, label, seed, fold, leaderboard) for seed, fold in cell_runs(spec, row)]
+    removed = [path for path in paths if path.exists()]
+    for path in removed:
+        path.unlink()
+    if removed:
+        print(f"  removed its {len(removed)} records of older code: {', '.join(p.name for p in removed)}", flush=True)

@@ -1,0 +1,43 @@
+"""Re-verification of stale records by behaviour before a grid or the matrix re-runs them (``zoo.reverify``): a
+short probe of each group of records at the code that wrote them and at HEAD; the records whose probes are identical
+are re-stamped as current instead of re-run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zoo.leaderboard.matrix import MATRIX_TASK
+from zoo.leaderboard.record import results_dir
+from zoo.leaderboard.settings import settings_changed
+from zoo.registry import TaskSpec, repository_root
+from zoo.reverify.report import reverify
+from zoo.reverify.runner import read_pairs, spec_overrides
+from zoo.runner.matrix_cells import cell_settings_current, matrix_specs
+from zoo.runner.rows import selected
+
+
+def reverify_stale(spec: TaskSpec, leaderboard: Path, only: list[str], exclude: list[str], dry_run: bool) -> int:
+    """Re-verify the task's stale records of the rows ``only`` / ``exclude`` select, re-stamping those whose probes
+    match; how many were re-stamped. Records of other settings than their row's now are left to a re-run."""
+    paths = sorted(results_dir(spec.name, leaderboard).glob("*.json"))
+    pairs = [(p, r) for p, r in read_pairs(paths) if selected(f"{r.method}/{r.dataset}", only, exclude)]
+    eligible = lambda rec: not settings_changed(spec, rec)  # noqa: E731
+    plan = reverify(spec.name, pairs, repository_root(), eligible, dry_run, overrides=spec_overrides(lambda _: spec))
+    return sum(len(d.group.records) for d in plan.restamped())
+
+
+def reverify_cells(only: list[str], leaderboard: Path, dry_run: bool) -> int:
+    """Re-verify the stale matrix records of the tasks ``only`` names (default: all), re-stamping those whose probes
+    match; how many were re-stamped. Records of other cell settings than today's are left to a re-run."""
+    specs = {spec.name: spec for spec in matrix_specs(only)}
+    paths = sorted(results_dir(MATRIX_TASK, leaderboard).glob("*.json"))
+    pairs = [(p, r) for p, r in read_pairs(paths) if r.dataset in specs]
+    plan = reverify(
+        MATRIX_TASK,
+        pairs,
+        repository_root(),
+        lambda rec: cell_settings_current(specs[rec.dataset], rec),
+        dry_run,
+        overrides=spec_overrides(lambda rec: specs[rec.dataset]),
+    )
+    return sum(len(d.group.records) for d in plan.restamped())
