@@ -29,7 +29,11 @@ from zoo.runner.threads import set_threads
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="zoo reproduce matrix", description=__doc__)
     p.add_argument("--only", action="append", default=[], help="tasks to run (repeatable; default: all)")
-    p.add_argument("--routers", default="", help="comma-separated routers (default: every router)")
+    p.add_argument(
+        "--routers",
+        default="",
+        help="comma-separated routers (default: the built-in ones; name a plugin router to add it)",
+    )
     p.add_argument("--dry-run", action="store_true", help="list the runs to do and about how long they take")
     p.add_argument("--allow-dirty", action="store_true", help="write records from uncommitted sources")
     p.add_argument(
@@ -54,9 +58,10 @@ def _parser() -> argparse.ArgumentParser:
 def matrix_main(argv: list[str]) -> int:
     """``zoo reproduce matrix ...``: parse and run the table (``zoo.runner.matrix.run_matrix``)."""
     from zoo.moe import ROUTERS
+    from zoo.moe.routers import BUILTIN_ROUTERS
 
     ns = _parser().parse_args(argv)
-    routers = [r for r in ns.routers.split(",") if r] or sorted(ROUTERS)
+    routers = [r for r in ns.routers.split(",") if r] or sorted(BUILTIN_ROUTERS)  # a plugin router: --routers NAME
     unknown = sorted(set(routers) - set(ROUTERS))
     if unknown:
         raise ConfigError(f"--routers: unknown {', '.join(unknown)}; valid: {', '.join(sorted(ROUTERS))}")

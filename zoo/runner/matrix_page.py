@@ -11,12 +11,18 @@ from zoo.registry import discover
 from zoo.runner.matrix_cells import cell_is_current
 
 
+def matrix_routers(records, builtin) -> list[str]:
+    """The page's router columns: the built-in routers, and a plugin router only once a record of it exists (an
+    installed plugin does not add an empty column to the core's page)."""
+    return sorted(set(builtin) | {rec.method for rec in records if rec.method != "dense"})
+
+
 def page(leaderboard: Path) -> Path:
     """Re-render ``leaderboard/router_matrix.md`` from its records. When the plugin of a task with records does not
     load, the page would show that row with no metric and every cell "not run" (seen while ``pip install -e``
     rewrote the install): it refuses instead and leaves the page as it was (the records are kept; ``zoo render
     matrix`` renders the page once the plugin loads)."""
-    from zoo.moe import ROUTERS
+    from zoo.moe.routers import BUILTIN_ROUTERS
 
     loads, records = discover(), read_records(MATRIX_TASK, leaderboard)
     with_records = {rec.dataset for rec in records}
@@ -37,7 +43,7 @@ def page(leaderboard: Path) -> Path:
     text = render_matrix(
         records,
         metrics,
-        sorted(ROUTERS),
+        matrix_routers(records, BUILTIN_ROUTERS),
         read_not_applicable(leaderboard),
         notes_file.read_text() if notes_file.is_file() else "",
         without_row,

@@ -16,11 +16,22 @@ from zoo.runner.matrix_cells import cell_settings_current, matrix_specs
 from zoo.runner.rows import selected
 
 
+def row_order(spec: TaskSpec, record) -> int:
+    """The index of the record's row in ``spec.benchmark``, the order ``zoo reproduce`` runs them (a row that reads
+    another row's output, e.g. a stage-2 mixture of stage-1 exports, comes after it): the probes run in that order
+    in one worker, so a later stage's probe reads the earlier stages' probe outputs. Unknown rows go last."""
+    for index, row in enumerate(spec.benchmark):
+        if (row.method, row.dataset) == (record.method, record.dataset):
+            return index
+    return len(spec.benchmark)
+
+
 def reverify_stale(spec: TaskSpec, leaderboard: Path, only: list[str], exclude: list[str], dry_run: bool) -> int:
     """Re-verify the task's stale records of the rows ``only`` / ``exclude`` select, re-stamping those whose probes
     match; how many were re-stamped. Records of other settings than their row's now are left to a re-run."""
     paths = sorted(results_dir(spec.name, leaderboard).glob("*.json"))
     pairs = [(p, r) for p, r in read_pairs(paths) if selected(f"{r.method}/{r.dataset}", only, exclude)]
+    pairs.sort(key=lambda pair: row_order(spec, pair[1]))
     eligible = lambda rec: not settings_changed(spec, rec)  # noqa: E731
     plan = reverify(spec.name, pairs, repository_root(), eligible, dry_run, overrides=spec_overrides(lambda _: spec))
     return sum(len(d.group.records) for d in plan.restamped())
