@@ -92,6 +92,48 @@ class MatrixRow:
 
 
 @dataclass(frozen=True)
+class ConformanceCase:
+    """A tiny model of a task that the conformance suite (``python -m zoo.conformance TASK``) trains: a config of the
+    task, shrunk by command-line overrides, on its own datamodule (reading the real data where the case names a
+    dataset; the suite skips, saying why, where this machine lacks it).
+
+    Attributes:
+        name: the case's name in test ids, e.g. ``"node-c2gmoe"``.
+        config: YAML config, relative to the task's ``config_dir`` (usually one of its benchmark configs).
+        overrides: ``--key=value`` arguments that make it tiny (model widths, data sizes, batch size); ``{files}``
+            stands for a temporary folder of the case's own (data it generates). The suite adds the trainer's (two
+            training steps, one validation batch, no logger).
+        datasets: catalogue datasets the case reads; absent ones skip the case with a one-line reason.
+        packages: modules the case needs that a task's import alone does not prove installed (a model that checks
+            for them when it is built, e.g. ``"mmcv.ops"``); one that does not import skips the case, saying so.
+        refuses: the routers of ``zoo.moe.ROUTERS`` this model refuses with a ConfigError (naming the routers that
+            apply) when it is built; every other router must train. For the routers ``zoo.moe`` ships, a refusal
+            not declared here, or a declared one that trains, fails the suite (a router plugin installed later may
+            be refused undeclared: the suite reports it as a skip).
+        routers: router names the model takes beyond ``zoo.moe.ROUTERS`` (a paper's own rule, e.g. MoE-GS's).
+        router_parameters: fragments of the parameter names of the model's gates; a parameter's gate is its name up
+            to the end of the fragment (``"actor.router"`` for ``"actor.router.gate.weight"``), and the two training
+            steps must give each gate a finite, non-zero gradient.
+        prepare: ``"package.module:function"`` of ``fn(folder: Path) -> list[str]``, for a model that reads files
+            which other runs make (MoE-GS's frozen experts): writes tiny stand-ins into ``folder`` and returns the
+            overrides naming them; "" for none.
+        warmup_steps: training steps that return None before the first that trains (an RL agent's random steps
+            filling its replay buffer); the suite's epochs are this much longer.
+    """
+
+    name: str
+    config: str
+    overrides: tuple[str, ...] = ()
+    datasets: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+    refuses: tuple[str, ...] = ()
+    routers: tuple[str, ...] = ()
+    router_parameters: tuple[str, ...] = ("router",)
+    prepare: str = ""
+    warmup_steps: int = 0
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     """What a plugin's ``zoo.tasks`` entry point yields.
 
@@ -131,6 +173,8 @@ class TaskSpec:
             whose test cannot run on a few batches as configured (a continual sequence that must finish, a metric
             that trains networks for thousands of iterations): smaller sizes of the same code path, never another
             path. Both commits' probes take the same overrides; "" adds none.
+        conformance: the tiny models (:class:`ConformanceCase`) that ``python -m zoo.conformance NAME`` trains for two
+            steps, checks (step protocol, checkpoint round trip) and runs with every router of ``zoo.moe.ROUTERS``.
     """
 
     name: str
@@ -154,6 +198,7 @@ class TaskSpec:
     matrix: MatrixRow | None = None
     dense_twins: tuple[tuple[str, str], ...] = ()
     probe_overrides: str = ""
+    conformance: tuple[ConformanceCase, ...] = ()
 
     def config_path(self, relative: str = "") -> Path:
         """``relative`` (a config file, or "" for the folder) inside this task's ``config_dir``."""

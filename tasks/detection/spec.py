@@ -14,7 +14,7 @@ is reduced: from-scratch backbones at 6 epochs, where the paper fine-tunes pretr
 from __future__ import annotations
 
 from zoo.leaderboard.targets import AtLeast, BeatsOnAverage, WithinOfCell
-from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.registry import BenchmarkRow, ConformanceCase, TaskSpec
 
 EPOCHS = 6
 UNIFIED = "IR+RGB"
@@ -109,4 +109,22 @@ DRONEDINO = TaskSpec(
     dense_twins=(("dronedino", "unified_dense"),),
     extra_tables="zoo_tasks.detection.tables:expert_load_tables",
     benchmarks={"dronedino-step": "zoo_tasks.detection.timing:main"},
+    # DroneDINO's detector at width 32 (one encoder and one decoder layer, 10 queries, top-2 of 4 dynamic experts)
+    # on 8 images per task of HIT-UAV (IR) and DroneViewVehicle-RGB at 64 px; needs mmdet (the detection extra).
+    # Its FFN experts route tokens of one image set by task: every router applies
+    conformance=(
+        ConformanceCase(
+            name="dronedino",
+            config="dronedino.yaml",
+            overrides=(
+                *("--model.init_args.embed_dims=32", "--model.init_args.ffn_dim=32", "--model.init_args.num_heads=2"),
+                *("--model.init_args.encoder_layers=1", "--model.init_args.decoder_layers=1"),
+                *("--model.init_args.num_queries=10", "--model.init_args.num_dn_queries=4"),
+                "--model.init_args.checkpoint_every_s=null",
+                *("--data.init_args.image_size=64", "--data.init_args.max_images=8", "--data.init_args.batch_size=2"),
+            ),
+            datasets=("HIT-UAV", "DroneViewVehicle-RGB"),
+            packages=("mmdet.models", "mmcv.ops"),
+        ),
+    ),
 )

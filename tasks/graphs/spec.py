@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zoo.leaderboard.targets import AtLeast, BeatsOnAverage
-from zoo.registry import BenchmarkRow, MatrixRow, TaskSpec
+from zoo.registry import BenchmarkRow, ConformanceCase, MatrixRow, TaskSpec
 from zoo.tuning.space import Choice, Float
 
 METHODS = ("gcn", "gat", "gmoe", "c2gmoe", "c2gmoe_no_contrast", "c2gmoe_no_confidence")
@@ -146,4 +146,22 @@ C2GMOE = TaskSpec(
     dense_twins=(("c2gmoe", "gcn"), ("c2gmoe_tuned", "gcn_tuned")),
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,
+    # node level (Cora, the whole graph at once: any router) and graph level (MUTAG mini-batches, whose gates must
+    # not depend on the other graphs of the batch), for GMoE and C²GMoE, at width 8
+    conformance=tuple(
+        ConformanceCase(
+            name=f"{level}-{model}",
+            config=config,
+            overrides=(
+                *("--model.init_args.hidden=8", "--model.init_args.num_layers=2", "--model.init_args.top_k=2"),
+                *(("--model.init_args.heads=2", "--model.init_args.router_hidden=8") if model == "c2gmoe" else ()),
+                *(("--data.init_args.batch_size=4",) if level == "graph" else ()),
+            ),
+            datasets=(dataset,),
+            refuses=("expert_choice",) if level == "graph" else (),
+        )
+        for level, dataset, prefix in (("node", "Planetoid", "cora"), ("graph", "TUDataset", "tu"))
+        for model in ("gmoe", "c2gmoe")
+        for config in (f"{prefix}_{model}.yaml",)
+    ),
 )

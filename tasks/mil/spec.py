@@ -6,7 +6,7 @@ Imports nothing heavy: ``zoo list`` loads every spec.
 from __future__ import annotations
 
 from zoo.leaderboard.targets import ImprovesOnFraction
-from zoo.registry import BenchmarkRow, MatrixRow, TaskSpec
+from zoo.registry import BenchmarkRow, ConformanceCase, MatrixRow, TaskSpec
 from zoo.tuning.space import Float
 
 AGGREGATORS = {"mean": "mean", "max": "max", "abmil": "ABMIL", "gated_abmil": "gated-ABMIL", "dsmil": "DSMIL"}
@@ -128,4 +128,20 @@ MAMMOTH = TaskSpec(
     dense_twins=tuple((method_name(a, "mammoth"), method_name(a, "linear")) for a in AGGREGATORS),
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,
+    # ABMIL + MAMMOTH on MUSK1 bags, 3 experts of rank 2: the Soft-MoE slots are the router (their query and slot
+    # embeddings are its parameters), so every other router is refused
+    conformance=(
+        ConformanceCase(
+            name="abmil-mammoth",
+            config="musk1.yaml",
+            overrides=(
+                *("--model.init_args.dim=8", "--model.init_args.num_experts=3", "--model.init_args.num_slots=2"),
+                *("--model.init_args.num_heads=2", "--model.init_args.slot_dim=8", "--model.init_args.rank=2"),
+                *("--model.init_args.plot_bags=0", "--data.init_args.batch_size=4"),
+            ),
+            datasets=("MIL",),
+            refuses=("dirichlet", "dtop_p", "expert_choice", "grouped", "kern", "noisy_topk", "sigmoid_bias", "topk"),
+            router_parameters=("projection.slot_embeds", "projection.query"),
+        ),
+    ),
 )

@@ -6,7 +6,7 @@ Imports nothing heavy: ``zoo list`` loads every spec.
 from __future__ import annotations
 
 from zoo.leaderboard.targets import NotWorse, WithinOfPublished
-from zoo.registry import BenchmarkRow, MatrixRow, TaskSpec
+from zoo.registry import BenchmarkRow, ConformanceCase, MatrixRow, TaskSpec
 from zoo.tuning.space import Float
 
 # SimBa SAC, mean of 10 seeds, at 50k / 100k environment steps (SonyResearch/simba, results/sac_simba.csv)
@@ -138,4 +138,23 @@ SCALEMOE = TaskSpec(
     tune_metric=("val/return", "max"),
     matrix=MATRIX,
     dense_twins=tuple((method, DENSE_TWIN) for method in METHODS if method.startswith("ScaleMoE")),
+    # ScaleMoE's actor and two critics gated by 4 experts of width 8 (output- and feature-level) on cartpole-swingup,
+    # updated once 8 random agent steps fill the replay buffer; a gate acts on one state at a time, so expert choice
+    # is refused
+    conformance=tuple(
+        ConformanceCase(
+            name=f"scalemoe-{gating}",
+            config=f"scalemoe_{gating}.yaml",
+            overrides=(
+                *("--model.init_args.actor_hidden=8", "--model.init_args.critic_hidden=8"),
+                *("--model.init_args.critic_blocks=1", "--model.init_args.num_experts=4", "--model.init_args.num_q=2"),
+                *("--model.init_args.batch_size=16", "--model.init_args.learning_starts=8"),
+                *("--model.init_args.updates_per_step=1", "--model.init_args.buffer_capacity=64"),
+                *("--data.init_args.env_steps=40", "--data.init_args.eval_every=0", "--data.init_args.eval_episodes=1"),
+            ),
+            refuses=("expert_choice",),
+            warmup_steps=7,
+        )
+        for gating in ("output", "feature")
+    ),
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zoo.leaderboard.targets import BeatsBy, BeatsOnAverage
-from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.registry import BenchmarkRow, ConformanceCase, TaskSpec
 from zoo.tuning.matrix_row import StagedMatrixRow
 from zoo.tuning.space import Float
 
@@ -140,4 +140,23 @@ MOE_GS = TaskSpec(
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,
     tune_metric=("val/psnr", "max"),
+    # The router stage (volume-aware pixel router, top-2) over three tiny untrained experts written by the case's
+    # prepare step, on the standup scene at 1/16 resolution; no export is written. A pixel's experts must not depend
+    # on the other pixels, and its weights must sum to 1 (they blend images): expert choice and KERN are refused
+    conformance=(
+        ConformanceCase(
+            name="moe-gs",
+            config="standup_moe_gs.yaml",
+            overrides=(
+                *("--model.init_args.export_name=null", "--model.init_args.prune_fractions=null"),
+                *("--model.init_args.backend=tiles", "--model.init_args.top_k=2"),
+                "--model.init_args.aux_weights={load_balance: 0.01}",
+                "--data.init_args.downscale=16",
+            ),
+            datasets=("D-NeRF",),
+            refuses=("expert_choice", "kern"),
+            routers=("moe_gs",),
+            prepare="zoo_tasks.splatting.conformance:tiny_experts",
+        ),
+    ),
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zoo.leaderboard.targets import BeatsBestPublished, BeatsOnAverage
-from zoo.registry import BenchmarkRow, MatrixRow, TaskSpec
+from zoo.registry import BenchmarkRow, ConformanceCase, MatrixRow, TaskSpec
 from zoo.tuning.space import Float
 
 HORIZONS = (96, 192, 336, 720)
@@ -143,4 +143,19 @@ SEER = TaskSpec(
     benchmark=tuple(_row(m, d, h) for d in DATASETS for h in HORIZONS for m in METHODS),
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,
+    # SEER on 32-step ETTh1 windows, 4 experts of width 16; expert choice would route a patch by the other series
+    conformance=(
+        ConformanceCase(
+            name="seer",
+            config="seer.yaml",
+            overrides=(
+                *("--model.init_args.seq_len=32", "--data.init_args.seq_len=32"),
+                *("--model.init_args.pred_len=8", "--data.init_args.pred_len=8"),
+                *("--model.init_args.d_model=16", "--model.init_args.n_heads=2", "--model.init_args.d_ff=32"),
+                *("--model.init_args.num_experts=4", "--data.init_args.batch_size=3"),
+            ),
+            datasets=("ETT-small",),
+            refuses=("expert_choice",),
+        ),
+    ),
 )

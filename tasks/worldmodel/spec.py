@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zoo.leaderboard.targets import BeatsOnAverage, NotWorse
-from zoo.registry import BenchmarkRow, MatrixRow, TaskSpec
+from zoo.registry import BenchmarkRow, ConformanceCase, MatrixRow, TaskSpec
 from zoo.tuning.space import Float
 
 ZERO_SHOT = "zero-shot (Walker2d, Hopper)"
@@ -107,4 +107,25 @@ WESTWORLD = TaskSpec(
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,
     tune_metric=("val/mae", "min"),
+    # WestWorld at width 8 (2 blocks, top-2 of 4 experts) on windows of 3 + 4 steps of a few cartpole episodes of the
+    # uniform policy, generated into the case's own folder; the system gate routes each sequence by its own system
+    # token, so expert choice is refused
+    conformance=(
+        ConformanceCase(
+            name="westworld",
+            config="westworld.yaml",
+            overrides=(
+                *("--model.init_args.dim=8", "--model.init_args.heads=2", "--model.init_args.ffn_hidden=8"),
+                *("--model.init_args.d_state=2", "--model.init_args.bins=16", "--model.init_args.prefix=3"),
+                "--model.init_args.top_k=2",  # at 1, noisy top-k's gate gets no gradient without a load loss
+                *("--data.init_args.data_dir={files}", "--data.init_args.policies=[uniform]"),
+                *("--data.init_args.train_robots=[dmc_cartpole]", "--data.init_args.eval_robots=[dmc_cartpole]"),
+                *("--data.init_args.train_episodes=2", "--data.init_args.val_episodes=1"),
+                *("--data.init_args.test_episodes=1", "--data.init_args.episodes_per_shard=2"),
+                *("--data.init_args.episode_len=10", "--data.init_args.prefix=3", "--data.init_args.horizon=4"),
+                *("--data.init_args.batch_size=2", "--data.init_args.pretrain_steps=2"),
+            ),
+            refuses=("expert_choice",),
+        ),
+    ),
 )

@@ -2,16 +2,20 @@
 plugin is reported by name without hiding the others. The toy plugin brings its own configs (package data),
 dataset (with its checksums) and `zoo bench` program: adding it touches no file of `zoo`."""
 
+import ast
+import re
 import sys
+from pathlib import Path
 
 import pytest
 from zoo_testing import REPO, run_zoo
 
 import zoo.data.catalog as catalog
 import zoo.registry as registry
+from zoo.conformance import package_problems
 from zoo.data.catalog import DatasetSpec, get_dataset_spec
 from zoo.errors import ConfigError
-from zoo.registry import PluginLoad, TaskSpec, discover, package_folder, task_package
+from zoo.registry import BenchmarkRow, PluginLoad, TaskSpec, discover, package_folder, task_package
 
 POINTS = "x,y\n0.0,1.0\n1.0,0.0\n2.0,2.0\n"  # its sha256 is in the toy plugin's checksums/toy-points.sha256
 
@@ -66,17 +70,34 @@ def test_plugin_dataset_resolves_with_the_plugins_checksums(zoo_env, tmp_path):
     assert out.returncode != 0 and "expected 48c18854" in out.stderr and "Traceback" not in out.stderr
 
 
-def test_every_builtin_task_finds_its_configs_and_datasets_in_its_package():
-    loads = {load.name: load for load in discover()}
-    for name in ("seer", "c2gmoe", "mammoth", "scalemoe"):
-        spec = loads[name].spec
-        assert spec is not None, loads[name].error
-        assert not spec.config_dir.startswith(("configs", "/")), f"{name}: config_dir must name a package"
-        assert spec.config_path(spec.default_config).is_file(), name
-        for row in spec.benchmark:
-            assert spec.config_path(row.config).is_file(), (name, row.config)
-        for dataset in spec.datasets:
-            assert get_dataset_spec(dataset).checksums, (name, dataset)  # checksum file read from package data
+TASKS = {load.name: load for load in discover()}
+
+
+def package_check(spec: TaskSpec) -> list[str]:
+    """What a task fails to find in its own package: ``config_dir`` must name a package folder (a checkout path
+    breaks in a wheel), and every config and dataset checksum must be there (``zoo.conformance.package_problems``)."""
+    if Path(spec.config_dir).is_absolute() or ":" not in spec.config_dir:
+        return [f"config_dir {spec.config_dir!r} must name a package ('package:folder')"]
+    return package_problems(spec)
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_every_builtin_task_finds_its_configs_and_datasets_in_its_package(name):
+    spec = TASKS[name].spec
+    assert spec is not None, TASKS[name].error
+    assert not package_check(spec), package_check(spec)
+
+
+def test_the_package_check_reports_a_checkout_path_a_missing_config_and_an_unregistered_dataset(tmp_path):
+    base = {"description": "", "model": "m:M", "datamodules": {}}
+    assert package_check(TaskSpec("a", config_dir="configs/a", **base)) == [
+        "config_dir 'configs/a' must name a package ('package:folder')"
+    ]
+    assert package_check(TaskSpec("a", config_dir=str(tmp_path), **base))  # absolute: a plugin may, a built-in not
+    row = BenchmarkRow(method="moe", dataset="d", config="missing.yaml")
+    problems = package_check(TaskSpec("a", config_dir="zoo:cli", benchmark=(row,), datasets=("NoSuchSet",), **base))
+    assert problems[0].startswith("row moe/d: config missing.yaml is not in ")
+    assert problems[1].startswith("dataset 'NoSuchSet': ") and "NoSuchSet" in problems[1][20:]
 
 
 def test_builtin_datasets_verify_against_the_mirror(data_mirror, monkeypatch, tmp_path):
@@ -88,16 +109,64 @@ def test_builtin_datasets_verify_against_the_mirror(data_mirror, monkeypatch, tm
             verify(data_mirror / dataset, dataset)  # every file of every dataset a task reads
 
 
-def test_core_names_no_task():
-    """Adding a task touches no file of zoo/: no core module mentions a built-in task or the tasks package."""
-    names = ("zoo_tasks", "seer", "c2gmoe", "mammoth", "scalemoe")
-    hits = [
-        f"{path.relative_to(REPO)}: {word}"
-        for path in sorted((REPO / "zoo").rglob("*.py"))
-        for word in names
-        if word in path.read_text().replace("mammoth-moe", "")  # a package name whose version runs record
+def code_names(path: Path) -> list[str]:
+    """The names and strings a module's code uses: identifiers, attributes, imports and string constants, without
+    docstrings and comments (prose may name a task as an example; code may not depend on one)."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            found.append(node.value)
+        elif isinstance(node, ast.Name):
+            found.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.append(node.attr)
+        elif isinstance(node, ast.alias):
+            found += [node.name, node.asname or ""]
+        elif isinstance(node, ast.ImportFrom):
+            found.append(node.module or "")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append(node.name)
+    return found
+
+
+def task_mentions(root: Path, names: set[str]) -> list[str]:
+    """``file: name`` for each module under ``root`` whose code uses one of ``names`` as a word of its own
+    (``zoo_tasks`` in ``zoo_tasks.mil``, but not ``mammoth`` in the distribution name ``mammoth-moe``)."""
+    words = re.compile(rf"(?<![\w-])({'|'.join(map(re.escape, sorted(names)))})(?![\w-])")
+    return [
+        f"{path.relative_to(root)}: {word}"
+        for path in sorted(root.rglob("*.py"))
+        for word in sorted({m for text in code_names(path) for m in words.findall(text)})
     ]
+
+
+def task_names() -> set[str]:
+    """Every discovered task's name and the top-level package of its entry point (``zoo_tasks``)."""
+    return {load.name for load in TASKS.values()} | {load.target.partition(".")[0] for load in TASKS.values()}
+
+
+def test_core_names_no_task():
+    """Adding a task touches no file of zoo/: no core module's code names a discovered task or its package."""
+    names = task_names()
+    assert {"zoo_tasks", "seer", "mammoth", "dronedino"} <= names  # discovery found the built-ins
+    hits = task_mentions(REPO / "zoo", names)
     assert not hits, hits
+
+
+def test_the_core_check_reports_code_that_names_a_task_and_not_prose(tmp_path):
+    (tmp_path / "importer.py").write_text("from zoo_tasks.mil import spec\n")
+    (tmp_path / "lookup.py").write_text('SPEC = get_task("seer")\n')
+    (tmp_path / "prose.py").write_text('"""As `zoo reproduce seer` shows."""\n# seer, zoo_tasks\nX = "mammoth-moe"\n')
+    assert task_mentions(tmp_path, {"seer", "mammoth", "zoo_tasks"}) == ["importer.py: zoo_tasks", "lookup.py: seer"]
 
 
 def _fake_plugins(monkeypatch, *specs: TaskSpec) -> None:

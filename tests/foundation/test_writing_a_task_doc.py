@@ -1,9 +1,10 @@
 """docs/writing-a-task.md's complete plugin works as written: its fenced blocks (each naming its file in its first
-line) are copied out, installed with pip as a third party would, listed by `zoo list` and trained by `zoo fit` with
-the doc's own YAML config."""
+line) are copied out, installed with pip as a third party would, listed by `zoo list`, trained by `zoo fit` with
+the doc's own YAML config and checked by the doc's one command, `python -m zoo.conformance mytask`."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 from zoo_testing import REPO
 
 from zoo.cli.main import main
+from zoo.conformance import registry_routers
 
 DOC = REPO / "docs" / "writing-a-task.md"
 BLOCK = re.compile(r"^```(?:toml|python|yaml)\n# file: (\S+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -86,3 +88,28 @@ def test_the_specs_module_colon_class_form_in_yaml_says_how_to_write_it(installe
         "zoo: error: model.class_path: 'my_package.model:BlobClassifier' is not a dotted class path; "
         "write 'my_package.model.BlobClassifier' (the 'module:Class' form is for TaskSpec)"
     ]
+
+
+def test_the_doc_has_a_check_your_plugin_section_with_its_one_command():
+    section = DOC.read_text().split("## 6. Check your plugin")[1]
+    assert "python -m zoo.conformance mytask\n" in section
+
+
+def test_the_conformance_suite_passes_on_the_doc_task(doc_plugin, tmp_path):
+    """The doc's one command, run as a plugin author runs it: the doc's tiny case trains, round-trips its checkpoint
+    and takes every router of the registry."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(doc_plugin), str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env.update(ZOO_CACHE_DIR=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
+    out = subprocess.run(
+        [sys.executable, "-m", "zoo.conformance", "mytask"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    summary = out.stdout.strip().splitlines()[-1]
+    passed = int(re.search(r"(\d+) passed", summary).group(1))
+    # the task loads, declares its case, its package, its row; the case's two steps, round trip and every router
+    assert passed == 6 + len(registry_routers()) and "skipped" not in summary and "failed" not in summary, summary

@@ -84,17 +84,6 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
     """
     repo = repository_root()
     table = ResultTable(spec.benchmark, records, spec.higher_is_better, lambda r: code_version(r, repo))
-    metrics = list(spec.metrics) or sorted({m for r in records for m in r.metrics})
-    versions_of = {cell: table.code_versions(*cell) for cell in table.cells}
-    mixed = {cell for cell, v in versions_of.items() if len(set(v)) > 1 or any(x.startswith(UNKNOWN) for x in v)}
-    current = {id(r): written_by_current_code(r) for r in records}
-    other_settings = [r for r in records if settings_changed(spec, r)]
-    # is_current's two tests, each computed once per record (settings_changed resolves the record's config)
-    stale = {id(r) for r in records if current[id(r)] is not True} | {id(r) for r in other_settings}
-    declared = {(row.method, row.dataset) for row in spec.benchmark}
-    undeclared_seen = False
-    not_current = {cell for cell, recs in table.cells.items() if any(id(r) in stale for r in recs)}
-
     lines = [
         f"# {spec.name}",
         "",
@@ -105,6 +94,46 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
         "† marks cells run with reduced settings (see notes). Published numbers are quoted, not re-run.",
         "",
     ]
+    lines += metric_sections(spec, records, table, repo)
+    lines += wall_time_section(table)
+    lines += targets_section(spec.targets, table)
+    lines += twin_section(spec, table)
+    lines += tuning_section(spec, records)
+    lines += routing_section(table)
+    if spec.extra_tables:
+        extra = load_object(spec.extra_tables)(records)
+        if extra:
+            lines += [extra.rstrip(), ""]
+    lines += notes_section(spec, records, leaderboard_dir or repo / "leaderboard")
+    return "\n".join(lines)
+
+
+def metric_sections(spec: TaskSpec, records: list[RunRecord], table: ResultTable, repo: Path) -> list[str]:
+    """One table per metric (cells marked † reduced, ◇ mixed code versions, ° not current, × undeclared), then the
+    footnotes of the marks that appear."""
+    metrics = list(spec.metrics) or sorted({m for r in records for m in r.metrics})
+    versions_of = {cell: table.code_versions(*cell) for cell in table.cells}
+    mixed = {cell for cell, v in versions_of.items() if len(set(v)) > 1 or any(x.startswith(UNKNOWN) for x in v)}
+    current = {id(r): written_by_current_code(r) for r in records}
+    other_settings = [r for r in records if settings_changed(spec, r)]
+    # is_current's two tests, each computed once per record (settings_changed resolves the record's config)
+    stale = {id(r) for r in records if current[id(r)] is not True} | {id(r) for r in other_settings}
+    declared = {(row.method, row.dataset) for row in spec.benchmark}
+    not_current = {cell for cell, recs in table.cells.items() if any(id(r) in stale for r in recs)}
+
+    def cell_text(method: str, ds: str, metric: str) -> tuple[str, bool]:
+        recs = table.records_of(method, ds)
+        undeclared = not recs and (method, ds) not in declared
+        if recs:
+            text = mean_std([r.metrics.get(metric, math.nan) for r in recs])
+        else:
+            text = "×" if undeclared else "not run"
+        text += " †" if table.reduced(method, ds) else ""
+        text += " ◇" if (method, ds) in mixed else ""
+        text += " °" if (method, ds) in not_current else ""
+        return text, undeclared
+
+    lines, undeclared_seen = [], False
     for metric in metrics:
         datasets = [ds for ds in table.datasets if reports(spec, table, ds, metric)]
         if not datasets:
@@ -116,16 +145,8 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
         for ds in datasets:
             row = [ds]
             for method in table.methods:
-                recs = table.records_of(method, ds)
-                if recs:
-                    text = mean_std([r.metrics.get(metric, math.nan) for r in recs])
-                elif (method, ds) in declared:
-                    text = "not run"
-                else:
-                    text, undeclared_seen = "×", True
-                text += " †" if table.reduced(method, ds) else ""
-                text += " ◇" if (method, ds) in mixed else ""
-                text += " °" if (method, ds) in not_current else ""
+                text, undeclared = cell_text(method, ds, metric)
+                undeclared_seen |= undeclared
                 row.append(text)
             for method in published:
                 value = table.published(method, ds, metric)
@@ -146,7 +167,6 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
             + f"{sum(v.startswith(UNKNOWN) for vs in versions_of.values() for v in vs)} of {len(records)}.",
             "",
         ]
-
     if any(current[id(r)] is not True for r in records):
         lines += [*current_code_note(records, current, repo), ""]
     if other_settings:
@@ -156,8 +176,12 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
             f"{spec.name} --rerun-stale` re-runs them.",
             "",
         ]
+    return lines
 
-    lines += [
+
+def wall_time_section(table: ResultTable) -> list[str]:
+    """Wall time per run (s), mean ± std per cell; ‡ where a resumed run's time covers only its last process."""
+    lines = [
         "## Wall time per run (s)",
         "",
         "| dataset | " + " | ".join(table.methods) + " |",
@@ -179,27 +203,22 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
             "(written before records added it), so its wall time covers only the last process.",
         ]
     lines.append("")
+    return lines
 
-    lines += targets_section(spec.targets, table)
-    lines += twin_section(spec, table)
-    lines += tuning_section(spec, records)
-    lines += routing_section(table)
-    if spec.extra_tables:
-        extra = load_object(spec.extra_tables)(records)
-        if extra:
-            lines += [extra.rstrip(), ""]
 
-    notes_file = (leaderboard_dir or repository_root() / "leaderboard") / "notes" / f"{spec.name}.md"
-    notes = grouped_notes(spec.benchmark)
-    sources = sorted({r.published_source for r in spec.benchmark if r.published_source})
+def notes_section(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path) -> list[str]:
+    """The notes people wrote (``notes/<task>.md``), the rows' notes, published sources and the records'
+    provenance (machines, commits, versions)."""
+    notes_file = leaderboard_dir / "notes" / f"{spec.name}.md"
     versions = sorted({", ".join(f"{k} {v}" for k, v in r.versions.items()) for r in records})
-    machines = machine_counts(records)
     commits = sorted({r.commit[:12] for r in records if r.commit})
-    lines += ["## Notes", ""]
+    sources = sorted({r.published_source for r in spec.benchmark if r.published_source})
+    machines = machine_counts(records)
+    lines = ["## Notes", ""]
     if notes_file.is_file():
         lines += [notes_file.read_text().strip(), ""]
-    lines += [
-        *notes,
+    return lines + [
+        *grouped_notes(spec.benchmark),
         "",
         "Published numbers: " + ("; ".join(sources) or "none"),
         "",
@@ -208,7 +227,6 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
         "Versions: " + (" | ".join(versions) or "—"),
         "",
     ]
-    return "\n".join(lines)
 
 
 def current_code_note(records: list[RunRecord], current: dict[int, bool | None], repo: Path) -> list[str]:

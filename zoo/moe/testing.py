@@ -1,6 +1,7 @@
 """Checks a task (or a plugin author) runs on a model with a mixture: one training step with a given router.
 
-Used by every task's "every router in ``zoo.moe.ROUTERS``" test (the timm-style "every model x every config" test)::
+Used by the conformance suite (``python -m zoo.conformance TASK``: every task x every router in ``zoo.moe.ROUTERS``,
+the timm-style "every model x every config" test) and by a plugin's own tests::
 
     loss, routings = my_model.loss_and_routing(batch)
     check_router_step(my_model, loss, routings)

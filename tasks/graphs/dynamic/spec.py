@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zoo.leaderboard.targets import AtLeast, ImprovesOnFraction, WithinOfPublished
-from zoo.registry import BenchmarkRow, MatrixRow, TaskSpec
+from zoo.registry import BenchmarkRow, ConformanceCase, MatrixRow, TaskSpec
 from zoo.tuning.space import Float
 
 DYGLIB = "Yu et al., Towards Better Dynamic Graph Learning (DyGLib), NeurIPS 2023, Tables (UCI, random NS)"
@@ -128,4 +128,18 @@ DYGMOCE = TaskSpec(
     dense_twins=(("dygmoce", "twin"),),
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,
+    # DyGMoCE on CollegeMsg (uci) with width-4 channels, one layer, sequences of 4 neighbours, batches of 16 events
+    conformance=(
+        ConformanceCase(
+            name="dygmoce",
+            config="uci_dygmoce.yaml",
+            overrides=(
+                *("--model.init_args.time_dim=4", "--model.init_args.channel_dim=4", "--model.init_args.num_layers=1"),
+                *("--data.init_args.batch_size=16", "--data.init_args.eval_batch_size=16"),
+                "--data.init_args.max_sequence_length=4",
+            ),
+            datasets=("CollegeMsg",),
+            refuses=("expert_choice",),
+        ),
+    ),
 )

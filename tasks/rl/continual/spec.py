@@ -7,7 +7,7 @@ Imports nothing heavy: ``zoo list`` loads every spec.
 from __future__ import annotations
 
 from zoo.leaderboard.targets import BeatsBy, NotWorse
-from zoo.registry import BenchmarkRow, TaskSpec
+from zoo.registry import BenchmarkRow, ConformanceCase, TaskSpec
 
 # The CPU-scale sequence: a sub-sequence of CW10 in CW10's order (positions 3, 6, 9), the tasks on which dense
 # PPO alone reaches non-trivial success within the per-task budget (leaderboard/notes/sphere.md, single-task table).
@@ -138,4 +138,23 @@ SPHERE = TaskSpec(
     benchmarks={"sphere": "zoo_tasks.rl.continual.bench:main"},
     dense_twins=((SPHERE_METHOD, DENSE),),
     probe_overrides="zoo_tasks.rl.continual.spec:probe_overrides",
+    # SPHERE's top-2 actor of 4 experts of width 8 (sparse and dense dispatch) on faucet-close: the task's two PPO
+    # iterations of a 16-step rollout, then its evaluation; a gate acts on one state at a time, so expert choice is
+    # refused
+    conformance=tuple(
+        ConformanceCase(
+            name=f"sphere-{dispatch}",
+            config="sphere.yaml",
+            overrides=(
+                *(f"--model.init_args.dispatch={dispatch}", "--model.init_args.width=8", "--model.init_args.depth=1"),
+                *("--model.init_args.num_experts=4", "--model.init_args.batch_size=8", "--model.init_args.n_epochs=1"),
+                *("--model.init_args.ntk_probe=4", "--model.init_args.checkpoint_every_s=0"),
+                *("--data.init_args.tasks=[faucet-close]", "--data.init_args.steps_per_task=32"),
+                *("--data.init_args.num_envs=1", "--data.init_args.n_steps=16"),
+                *("--data.init_args.eval_episodes=1", "--data.init_args.eval_envs=1"),
+            ),
+            refuses=("expert_choice",),
+        )
+        for dispatch in ("sparse", "dense")
+    ),
 )

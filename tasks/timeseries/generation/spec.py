@@ -4,7 +4,7 @@ imports nothing heavy."""
 from __future__ import annotations
 
 from zoo.leaderboard.targets import AtLeast, BeatsOnAverage
-from zoo.registry import BenchmarkRow, MatrixRow, TaskSpec
+from zoo.registry import BenchmarkRow, ConformanceCase, MatrixRow, TaskSpec
 from zoo.tuning.space import Float
 
 PRETRAIN = (
@@ -199,4 +199,29 @@ TIMEMODE = TaskSpec(
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,
     probe_overrides="zoo_tasks.timeseries.generation.spec:probe_overrides",
+    # TimeMoDE's DiT at width 16 (2 blocks, top-2 of 4 experts, 10 diffusion steps) on windows of 8 steps of the
+    # pre-training corpus; expert choice would make one generated window depend on the others sampled with it
+    conformance=(
+        ConformanceCase(
+            name="timemode",
+            config="timemode.yaml",
+            overrides=(
+                *("--model.init_args.d_model=16", "--model.init_args.depth=2", "--model.init_args.n_heads=2"),
+                *("--model.init_args.ffn_hidden=32", "--model.init_args.num_experts=4", "--model.init_args.top_k=2"),
+                *(
+                    "--model.init_args.num_latents=4",
+                    "--model.init_args.latent_dim=8",
+                    "--model.init_args.prompt_dim=4",
+                ),
+                *(
+                    "--model.init_args.timesteps=10",
+                    "--model.init_args.sample_steps=5",
+                    "--model.init_args.plots=false",
+                ),
+                *("--data.init_args.seq_len=8", "--data.init_args.batch_size=3"),
+            ),
+            datasets=("ts-corpus",),
+            refuses=("expert_choice",),
+        ),
+    ),
 )

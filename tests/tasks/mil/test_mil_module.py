@@ -39,8 +39,8 @@ def test_smoke_fit_loss_decreases(data_mirror):
 
 
 def test_reproduce_one_row_through_the_cli(data_mirror, tmp_path):
-    from zoo.cli.reproduce import run_one
     from zoo.registry import get_task
+    from zoo.runner.reproduce import run_one
 
     spec = get_task("mammoth")
     row = next(r for r in spec.benchmark if r.method == "ABMIL+MAMMOTH" and r.dataset == "MUSK1")

@@ -1,5 +1,6 @@
-"""Every zoo.moe router gates MoE-GS's per-pixel expert blend, or is refused with a ConfigError: expert choice (a
-pixel's experts would depend on the other pixels) and routers whose weights need not sum to 1 (KERN)."""
+"""Which zoo.moe routers may gate MoE-GS's per-pixel expert blend: those whose weights sum to 1, so that the blend is a
+convex combination of the experts' renders; the others are refused, naming why and the routers that apply. (Every
+router trained through the real module: the conformance suite.)"""
 
 from __future__ import annotations
 
@@ -9,36 +10,27 @@ from test_moe_gs_moe import make_batch, make_exports
 
 import zoo.moe
 from zoo.errors import ConfigError
-from zoo.moe.testing import check_router_step
 from zoo_tasks.splatting.moe import MoEGS
 from zoo_tasks.splatting.router import require_convex_weights
 
-APPLIES = set(zoo.moe.routers_that_apply(("per_token_choice", "convex_weights")))
+APPLIES = zoo.moe.routers_that_apply(("per_token_choice", "convex_weights"))
 
 
-@pytest.mark.parametrize("router", [*sorted(zoo.moe.ROUTERS), "moe_gs"])
-def test_every_router(tmp_path, router):
-    exports = make_exports(tmp_path, n=20)
-    if router != "moe_gs" and router not in APPLIES:
-        with pytest.raises(ConfigError, match="per-pixel"):
-            MoEGS(experts=exports, router=router)
-        return
+@pytest.mark.parametrize("router", [*APPLIES, "moe_gs"])
+def test_the_blend_is_a_convex_combination_of_the_renders(tmp_path, router):
     torch.manual_seed(0)
-    moe = MoEGS(experts=exports, router=router, top_k=2, backend="tiles", aux_weights={"load_balance": 0.01})
-    loss, routings = moe.loss_and_routing(make_batch(size=8))
-    check_router_step(moe, loss, routings)
+    moe = MoEGS(experts=make_exports(tmp_path, n=20), router=router, top_k=2, backend="tiles")
+    _, routings = moe.loss_and_routing(make_batch(size=8))
     routing = routings["pixel_router"]
     sums = torch.where(routing.indices >= 0, routing.weights, 0.0).sum(-1)
-    torch.testing.assert_close(sums, torch.ones_like(sums))  # the blend is a convex combination of the renders
+    torch.testing.assert_close(sums, torch.ones_like(sums))
 
 
 def test_routers_whose_weights_need_not_sum_to_one_are_refused(tmp_path):
     exports = make_exports(tmp_path, n=20)
     with pytest.raises(ConfigError, match=r"'kern' cannot route MoE-GS's per-pixel .* must sum to 1") as err:
         MoEGS(experts=exports, router="kern")
-    assert str(err.value).endswith(
-        "routers that apply: dirichlet, dtop_p, grouped, noisy_topk, sigmoid_bias, soft, topk"
-    )
+    assert str(err.value).endswith(f"routers that apply: {', '.join(APPLIES)}")
     with pytest.raises(ConfigError, match=r"'sigmoid_bias' .* summed to 2.50..2.50"):
         MoEGS(experts=exports, router="sigmoid_bias", router_kwargs={"route_scale": 2.5})
 
