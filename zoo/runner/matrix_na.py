@@ -11,16 +11,25 @@ from zoo.registry import BenchmarkRow, TaskSpec
 from zoo.runner.matrix_cells import cell_args, cell_record_path, cell_runs
 from zoo.runner.tuning import study_folder
 
+# what every refusal of a router says (zoo.moe.routers.require_router and the tasks' own checks); any other error of
+# the probe (a missing dataset or export, a bad setting) is not the router's and must not become an n/a mark
+REFUSAL = "cannot route"
 
-def probe(spec: TaskSpec, row: BenchmarkRow, router: str, runs: Path) -> str | None:
-    """None when the task's model builds with ``router``; else the one-line reason it refuses."""
+
+def probe(spec: TaskSpec, row: BenchmarkRow, router: str, runs: Path, extra: tuple[str, ...] = ()) -> str | None:
+    """None when the task's model builds with ``router``; else the one-line reason it refuses (``extra``: overrides
+    after the cell's). Raises the ConfigError of a probe that failed for another reason than the router."""
     from zoo.tuning.study import direction_of
 
-    args = cell_args(spec, router, 0, 0 if row.folds else None)
+    args = [*cell_args(spec, router, 0, 0 if row.folds else None), *extra]
     try:
         direction_of(args, spec.tune_metric, study_folder(spec, row, router, runs) / "probe")
     except ConfigError as exc:
-        return str(exc).split("\n")[0]
+        line = str(exc).split("\n")[0]
+        if REFUSAL not in line:
+            why = f"{spec.name} / {router}: the n/a probe failed before the router was tried: {line}"
+            raise ConfigError(why) from None
+        return line
     return None
 
 
