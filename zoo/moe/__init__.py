@@ -30,6 +30,7 @@ _EXPORTS = {
     "CAPABILITIES": "zoo.moe.routers",
     "ConfigError": "zoo.moe.errors",
     "EXPERTS": "zoo.moe.experts",
+    "ExpertParallelMoE": "zoo.moe.expert_parallel",
     "FFNExperts": "zoo.moe.experts",
     "LOSSES": "zoo.moe.losses",
     "LayerSummary": "zoo.moe.stats",
@@ -38,6 +39,7 @@ _EXPORTS = {
     "MoE": "zoo.moe.layer",
     "MoEOutput": "zoo.moe.routing",
     "ModuleListExperts": "zoo.moe.experts",
+    "ParallelGroups": "zoo.moe.parallel_groups",
     "ROUTERS": "zoo.moe.routers",
     "Router": "zoo.moe.routers",
     "Routing": "zoo.moe.routing",
@@ -46,25 +48,31 @@ _EXPORTS = {
     "SwiGLUExperts": "zoo.moe.experts",
     "ZooError": "zoo.moe.errors",
     "apply_capacity": "zoo.moe.dispatch",
+    "build_parallel_groups": "zoo.moe.parallel_groups",
     "combine_dense": "zoo.moe.dispatch",
     "cv_squared_loss": "zoo.moe.losses",
     "dispatch_combine": "zoo.moe.dispatch",
     "entropy_loss": "zoo.moe.losses",
     "erc_loss": "zoo.moe.losses",
+    "gather_state_dict": "zoo.moe.parallel_state_dict",
+    "gradient_buckets": "zoo.moe.parallel_groups",
     "layer_summary": "zoo.moe.stats",
     "load_balance_loss": "zoo.moe.losses",
     "make_experts": "zoo.moe.experts",
     "make_router": "zoo.moe.routers",
     "mixture_weights": "zoo.moe.dispatch",
+    "reduce_gradients": "zoo.moe.parallel_groups",
     "require_router": "zoo.moe.routers",
     "routers_that_apply": "zoo.moe.routers",
     "routing_summary": "zoo.moe.stats",
     "segment_mm": "zoo.moe.segment_mm",
     "SoftMoEOutput": "zoo.moe.soft",
+    "shard_state_dict": "zoo.moe.parallel_state_dict",
     "slot_routing": "zoo.moe.soft",
     "slot_weights": "zoo.moe.soft",
     "soft_moe": "zoo.moe.soft",
     "sort_by_expert": "zoo.moe.dispatch",
+    "to_expert_parallel": "zoo.moe.expert_parallel",
     "weighted_aux_loss": "zoo.moe.weighting",
     "z_loss": "zoo.moe.losses",
 }
@@ -72,6 +80,7 @@ _EXPORTS = {
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from zoo.moe.dispatch import apply_capacity, combine_dense, dispatch_combine, mixture_weights, sort_by_expert
     from zoo.moe.errors import ConfigError, ZooError
+    from zoo.moe.expert_parallel import ExpertParallelMoE, to_expert_parallel
     from zoo.moe.experts import (
         EXPERTS,
         FFNExperts,
@@ -84,6 +93,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     )
     from zoo.moe.layer import MoE
     from zoo.moe.losses import LOSSES, cv_squared_loss, entropy_loss, erc_loss, load_balance_loss, z_loss
+    from zoo.moe.parallel_groups import ParallelGroups, build_parallel_groups, gradient_buckets, reduce_gradients
+    from zoo.moe.parallel_state_dict import gather_state_dict, shard_state_dict
     from zoo.moe.routers import CAPABILITIES, ROUTERS, Router, make_router, require_router, routers_that_apply
     from zoo.moe.routing import MoEOutput, Routing
     from zoo.moe.segment_mm import segment_mm
@@ -124,6 +135,7 @@ __all__ = [
     "LOSSES",
     "ROUTERS",
     "ConfigError",
+    "ExpertParallelMoE",
     "FFNExperts",
     "LayerSummary",
     "LinearExperts",
@@ -131,6 +143,7 @@ __all__ = [
     "MoE",
     "MoEOutput",
     "ModuleListExperts",
+    "ParallelGroups",
     "Router",
     "Routing",
     "RoutingSummary",
@@ -139,24 +152,30 @@ __all__ = [
     "SwiGLUExperts",
     "ZooError",
     "apply_capacity",
+    "build_parallel_groups",
     "combine_dense",
     "cv_squared_loss",
     "dispatch_combine",
     "entropy_loss",
     "erc_loss",
+    "gather_state_dict",
+    "gradient_buckets",
     "layer_summary",
     "load_balance_loss",
     "make_experts",
     "make_router",
     "mixture_weights",
+    "reduce_gradients",
     "require_router",
     "routers_that_apply",
     "routing_summary",
     "segment_mm",
+    "shard_state_dict",
     "slot_routing",
     "slot_weights",
     "soft_moe",
     "sort_by_expert",
+    "to_expert_parallel",
     "weighted_aux_loss",
     "z_loss",
 ]
