@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
-import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from zoo.errors import ConfigError
 from zoo.moe import Routing
+from zoo.task_module import MoETaskModule, StepLoss
 from zoo_tasks.graphs.baselines import DenseGNN, GMoE
 from zoo_tasks.graphs.c2gmoe import C2GMoE
 from zoo_tasks.graphs.checks import check_choice
@@ -22,7 +21,7 @@ from zoo_tasks.graphs.output import GraphModelOutput
 MODELS = ("gcn", "gat", "gin", "gmoe", "c2gmoe")
 
 
-class _GraphTaskModule(pl.LightningModule):
+class _GraphTaskModule(MoETaskModule):
     """Shared training logic; subclasses fix ``level`` ("node" or "graph").
 
     ``in_dim`` / ``num_classes`` left unset (None, or 0 as older configs have it) come from the data: the ``zoo``
@@ -57,6 +56,7 @@ class _GraphTaskModule(pl.LightningModule):
     level = "node"
     checkpoint_monitor = "val/acc"
     checkpoint_mode = "max"
+    progress_bar = ("train/loss", "val/acc")
 
     def __init__(
         self,
@@ -173,29 +173,30 @@ class _GraphTaskModule(pl.LightningModule):
             loss = loss + self.hparams.expert_loss_weight * expert
         return loss, parts
 
-    def training_step(self, batch, batch_idx: int) -> dict:
+    def step_loss(self, batch) -> StepLoss:
         out = self(batch)
         y, mask = self.targets(batch, "train")
         loss, parts = self._loss(out, y, mask)
         n = int(mask.sum()) if mask is not None else y.shape[0]
-        self.log("train/loss", loss, batch_size=n, prog_bar=True)
-        for name, value in {**parts, **out.aux}.items():
-            self.log(f"train/{name}", value, batch_size=n)
-        return {"loss": loss, "routing": out.routings}
+        return StepLoss(loss, out.routings, {"loss": loss, **parts, **out.aux}, n)
 
-    def _evaluate(self, batch, stage: str) -> tuple[GraphModelOutput, Tensor, Tensor | None]:
+    def evaluate(self, batch, batch_idx: int, stage: str, dataloader_idx: int = 0) -> dict[str, Routing]:
+        """Accuracy and NLL over the stage's items; at test time, the routing diagnostics of the last mixture."""
         out = self(batch)
         y, mask = self.targets(batch, stage)
         pred = out.log_probs.argmax(-1)
         correct = pred == y
         sel = correct[mask] if mask is not None else correct
-        n = sel.numel()
-        self.log(f"{stage}/acc", sel.float().mean(), batch_size=n, prog_bar=stage == "val")
         loss = F.nll_loss(
             out.log_probs[mask] if mask is not None else out.log_probs, y[mask] if mask is not None else y
         )
-        self.log(f"{stage}/loss", loss, batch_size=n)
-        return out, correct, mask
+        self.log_metrics(stage, {"acc": sel.float().mean(), "loss": loss}, sel.numel())
+        routings = self._stage_routings(out, mask)
+        if stage == "test" and self.hparams.diagnostics and routings:
+            routing = next(reversed(routings.values()))
+            routed_nodes = self.level == "graph" and routing.num_tokens != correct.shape[0]
+            self.diag.update(routing, correct, out.expert_outputs, batch.batch if routed_nodes else None)
+        return routings
 
     def _stage_routings(self, out: GraphModelOutput, mask: Tensor | None) -> dict[str, Routing]:
         """The output's routings; node level: restricted (``valid``) to the evaluated nodes of ``mask``."""
@@ -203,44 +204,22 @@ class _GraphTaskModule(pl.LightningModule):
             return out.routings
         return {name: replace(r, valid=mask) for name, r in out.routings.items()}
 
-    def validation_step(self, batch, batch_idx: int) -> dict:
-        out, _, mask = self._evaluate(batch, "val")
-        return {"routing": self._stage_routings(out, mask)}
-
     def on_test_epoch_start(self) -> None:
         self.diag = DiagnosticsAccumulator()
-
-    def test_step(self, batch, batch_idx: int) -> dict:
-        out, correct, mask = self._evaluate(batch, "test")
-        routings = self._stage_routings(out, mask)
-        if self.hparams.diagnostics and routings:
-            routing = next(reversed(routings.values()))
-            routed_nodes = self.level == "graph" and routing.num_tokens != correct.shape[0]
-            self.diag.update(routing, correct, out.expert_outputs, batch.batch if routed_nodes else None)
-        return {"routing": routings}
 
     def on_test_epoch_end(self) -> None:
         if not self.diag:
             self._extra = {}
             return
         summary = self.diag.compute()
-        for key in ("homogeneity", "load_entropy", "routing_entropy", "entropy_correctness_corr"):
-            if key in summary:
-                self.log(f"test/diag_{key}", float(summary[key]))
-        folder = Path(self._log_dir()) / "diagnostics"
-        summary["plots"] = self.diag.plot(folder, title=self.hparams.model)
+        keys = ("homogeneity", "load_entropy", "routing_entropy", "entropy_correctness_corr")
+        self.log_metrics("test", {f"diag_{key}": float(summary[key]) for key in keys if key in summary})
+        summary["plots"] = self.diag.plot(self.log_folder() / "diagnostics", title=self.hparams.model)
         self._extra = {"diagnostics": summary}
-
-    def _log_dir(self) -> str:
-        trainer = self.trainer
-        return (trainer.log_dir if trainer.log_dir else None) or trainer.default_root_dir
 
     def extra_results(self) -> dict:
         """Diagnostics of the last test run: homogeneity, similarity matrix, load, entropy/correctness, plots."""
         return self._extra
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
 
 
 class NodeClassifier(_GraphTaskModule):

@@ -8,11 +8,9 @@ arXiv 1802.04712) and the papers cited in :mod:`zoo_tasks.mil.aggregators`.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -22,6 +20,7 @@ from zoo.errors import ConfigError, ZooError
 from zoo.moe import ROUTERS as ALL_ROUTERS
 from zoo.moe.routing import Routing
 from zoo.registry import repository_root
+from zoo.task_module import MoETaskModule, StepLoss
 from zoo_tasks.mil.aggregators import make_aggregator
 from zoo_tasks.mil.encoders import DigitsEncoder
 from zoo_tasks.mil.mammoth import ROUTERS, Mammoth
@@ -65,7 +64,7 @@ def _check_router(router: str, router_kwargs: dict | None) -> None:
         )
 
 
-class MILModule(pl.LightningModule):
+class MILModule(MoETaskModule):
     """A MIL classifier whose task-specific linear layer can be swapped for MAMMOTH (ICLR 2026).
 
     ``projection="linear"`` is the standard MIL layer ``ReLU(Dropout(W x + b))`` (the dense baseline);
@@ -88,6 +87,8 @@ class MILModule(pl.LightningModule):
 
     checkpoint_monitor = "val/loss"
     checkpoint_mode = "min"
+    progress_bar = ()
+    train_metrics_per_epoch = True
 
     def __init__(
         self,
@@ -177,44 +178,40 @@ class MILModule(pl.LightningModule):
                 f"set --model.init_args.in_dim {width}"
             )
 
-    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> dict:
+    def step_loss(self, batch: dict[str, Tensor]) -> StepLoss:
         out = self(batch["x"], batch["mask"])
         loss = F.binary_cross_entropy_with_logits(out.logits, batch["y"])
-        self.log("train/loss", loss, on_step=False, on_epoch=True, batch_size=len(batch["y"]))
-        return {"loss": loss, "routing": out.routing}
+        return StepLoss(loss, out.routing, {"loss": loss}, len(batch["y"]))
 
-    def _evaluate(self, stage: str, batch: dict[str, Tensor], acc: BinaryAccuracy, auc: BinaryAUROC) -> MILOutput:
+    def evaluate(self, batch: dict[str, Tensor], batch_idx: int, stage: str, dataloader_idx: int = 0) -> dict:
+        """Bag-level loss, accuracy and AUROC; the first test batch's bags are kept for the dispatch plot."""
+        acc, auc = (self.val_acc, self.val_auc) if stage == "val" else (self.test_acc, self.test_auc)
         out = self(batch["x"], batch["mask"])
         y = batch["y"]
         probs = torch.sigmoid(out.logits)
         acc.update(probs, y.long())
         auc.update(probs, y.long())
-        self.log(f"{stage}/loss", F.binary_cross_entropy_with_logits(out.logits, y), batch_size=len(y))
-        self.log(f"{stage}/acc", acc, batch_size=len(y))
-        self.log(f"{stage}/auc", auc, batch_size=len(y))
-        return out
+        self.log_metrics(
+            stage, {"loss": F.binary_cross_entropy_with_logits(out.logits, y), "acc": acc, "auc": auc}, len(y)
+        )
+        if stage == "test" and batch_idx == 0 and self.hparams.plot_bags > 0 and out.dispatch is not None:
+            self._keep_plot_bags(batch, out)
+        return out.routing
 
-    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> dict:
-        return {"routing": self._evaluate("val", batch, self.val_acc, self.val_auc).routing}
-
-    def test_step(self, batch: dict[str, Tensor], batch_idx: int) -> dict:
-        out = self._evaluate("test", batch, self.test_acc, self.test_auc)
+    def _keep_plot_bags(self, batch: dict[str, Tensor], out: MILOutput) -> None:
         y = batch["y"]
-        if batch_idx == 0 and self.hparams.plot_bags > 0 and out.dispatch is not None:
-            pos, neg = (y == 1).nonzero().flatten().tolist(), (y == 0).nonzero().flatten().tolist()
-            pick = (pos[:1] + neg[:1] + pos[1:] + neg[1:])[: self.hparams.plot_bags]  # both classes when present
-            self._plot_batch = {k: v[pick].cpu() for k, v in batch.items()}
-            self._plot_batch["probs"] = torch.sigmoid(out.logits)[pick].cpu()
-            self._plot_batch["dispatch"] = [out.bag_dispatch(i, batch["mask"]).cpu().numpy() for i in pick]
-        return {"routing": out.routing}
+        pos, neg = (y == 1).nonzero().flatten().tolist(), (y == 0).nonzero().flatten().tolist()
+        pick = (pos[:1] + neg[:1] + pos[1:] + neg[1:])[: self.hparams.plot_bags]  # both classes when present
+        self._plot_batch = {k: v[pick].cpu() for k, v in batch.items()}
+        self._plot_batch["probs"] = torch.sigmoid(out.logits)[pick].cpu()
+        self._plot_batch["dispatch"] = [out.bag_dispatch(i, batch["mask"]).cpu().numpy() for i in pick]
 
     def on_test_end(self) -> None:
         if self._plot_batch is None or self.trainer is None:
             return
         from zoo_tasks.mil.plots import plot_dispatch
 
-        folder = Path(self.trainer.log_dir or self.trainer.default_root_dir).absolute()
-        path = plot_dispatch(self._plot_batch, folder / "dispatch.png")
+        path = plot_dispatch(self._plot_batch, self.log_folder().absolute() / "dispatch.png")
         root = repository_root()
         self._plot_path = str(path.relative_to(root) if path.is_relative_to(root) else path)
 
@@ -223,9 +220,6 @@ class MILModule(pl.LightningModule):
 
     def on_train_epoch_end(self) -> None:
         self._epoch_times.append(time.perf_counter() - self._epoch_start)
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
 
     def extra_results(self) -> dict:
         """Projection size and rank, median seconds per training epoch, and the dispatch plot's path."""

@@ -12,10 +12,10 @@ import copy
 import inspect
 import math
 
-import pytorch_lightning as pl
 import torch
 
 from zoo.errors import ConfigError
+from zoo.task_module import MoETaskModule, StepLoss
 from zoo_tasks.splatting.exports import load_export, recorded_scene, scene_of
 from zoo_tasks.splatting.module import DEFAULT_LR, expert_param_groups
 from zoo_tasks.splatting.moe import MoEGS
@@ -34,7 +34,7 @@ def load_teacher(entry: str) -> tuple[MoEGS, list[str]]:
     return teacher.requires_grad_(False), list(blob["hparams"]["experts"])
 
 
-class DistillGS(pl.LightningModule):
+class DistillGS(MoETaskModule):
     """Student expert trained on a frozen MoE-GS teacher's renders.
 
     Args:
@@ -44,6 +44,8 @@ class DistillGS(pl.LightningModule):
         gt_weight: weight of the ground-truth loss beside the teacher loss.
         lr_means, lr, ssim_weight, backend: as :class:`~zoo_tasks.splatting.module.ExpertGS`.
     """
+
+    synced_stages = ("val", "test")
 
     def __init__(
         self,
@@ -82,7 +84,8 @@ class DistillGS(pl.LightningModule):
     def render(self, model, view: dict) -> torch.Tensor:
         return render_view(model(view["time"]), view, backend=self.hparams.backend)[0]
 
-    def training_step(self, batch, batch_idx: int) -> dict:
+    def step_loss(self, batch) -> StepLoss:
+        """L1 + SSIM of the student's render against the teacher's blend (+ ``gt_weight`` x against the image)."""
         view = unbatch(batch)
         with torch.no_grad():
             target = self.teacher.blend(view)[0]
@@ -90,23 +93,19 @@ class DistillGS(pl.LightningModule):
         loss = image_loss(pred, target, self.hparams.ssim_weight)
         if self.hparams.gt_weight:
             loss = loss + self.hparams.gt_weight * image_loss(pred, view["image"], self.hparams.ssim_weight)
-        self.log("train/loss", loss, prog_bar=True, batch_size=1)
-        return {"loss": loss}
+        return StepLoss(loss, {}, {"loss": loss}, 1)
 
-    def _log(self, name: str, pred: torch.Tensor, view: dict) -> None:
-        for metric, value in image_metrics(pred, view["image"]).items():
-            self.log(name.format(metric), value, on_epoch=True, sync_dist=True, batch_size=1)
+    def _log(self, stage: str, suffix: str, pred: torch.Tensor, view: dict) -> None:
+        metrics = image_metrics(pred, view["image"])
+        self.log_metrics(stage, {f"{metric}{suffix}": value for metric, value in metrics.items()}, 1)
 
-    def validation_step(self, batch, batch_idx: int) -> dict:
+    def evaluate(self, batch, batch_idx: int, stage: str, dataloader_idx: int = 0) -> dict:
+        """PSNR / SSIM of the student; at test time also of the expert before distillation and of the teacher."""
         view = unbatch(batch)
-        self._log("val/{}", self.render(self.student, view), view)
-        return {}
-
-    def test_step(self, batch, batch_idx: int) -> dict:
-        view = unbatch(batch)
-        self._log("test/{}", self.render(self.student, view), view)
-        self._log("test/{}_before", self.render(self.before, view), view)
-        self._log("test/{}_teacher", self.teacher.blend(view)[0], view)
+        self._log(stage, "", self.render(self.student, view), view)
+        if stage == "test":
+            self._log(stage, "_before", self.render(self.before, view), view)
+            self._log(stage, "_teacher", self.teacher.blend(view)[0], view)
         return {}
 
     def extra_results(self) -> dict:

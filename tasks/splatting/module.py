@@ -14,6 +14,7 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 
+from zoo.task_module import MoETaskModule, StepLoss
 from zoo_tasks.splatting.experts import DynamicGaussians
 from zoo_tasks.splatting.exports import export_path, refuse_replacing, save_export, scene_of
 from zoo_tasks.splatting.figures import side_by_side
@@ -41,7 +42,7 @@ def expert_param_groups(model: DynamicGaussians, lr_means: float, lr: dict[str, 
     return [*model.gaussians.param_groups(lr_means, lr), {"params": list(model.deform.parameters()), "lr": deform_lr}]
 
 
-class ExpertGS(pl.LightningModule):
+class ExpertGS(MoETaskModule):
     """One dynamic-Gaussian expert (see :mod:`zoo_tasks.splatting.experts`) trained on its own.
 
     Args:
@@ -60,6 +61,8 @@ class ExpertGS(pl.LightningModule):
             :mod:`zoo_tasks.splatting.exports`) at the end of fit, with the scene it was trained on; a fit that would
             replace another scene's export of that name is refused at its start.
     """
+
+    synced_stages = ("val", "test")
 
     def __init__(
         self,
@@ -93,28 +96,20 @@ class ExpertGS(pl.LightningModule):
         state = self.model(view["time"], static=static)
         return render_view(state, view, backend=self.hparams.backend)[0]
 
-    def training_step(self, batch, batch_idx: int) -> dict:
+    def step_loss(self, batch) -> StepLoss:
+        """L1 + SSIM of the expert's render of one training view (no mixture: no routing)."""
         view = unbatch(batch)
         loss = image_loss(self.render(view), view["image"], self.hparams.ssim_weight)
-        self.log("train/loss", loss, prog_bar=True, batch_size=1)
-        return {"loss": loss}
+        return StepLoss(loss, {}, {"loss": loss}, 1)
 
-    def _evaluate(self, batch, stage: str) -> dict:
+    def evaluate(self, batch, batch_idx: int, stage: str, dataloader_idx: int = 0) -> dict:
+        """PSNR / SSIM of the view's render; the first test views' renders beside the ground truth."""
         view = unbatch(batch)
         pred = self.render(view)
-        for name, value in image_metrics(pred, view["image"]).items():
-            self.log(f"{stage}/{name}", value, on_epoch=True, sync_dist=True, batch_size=1)
-        return {"view": view, "pred": pred}
-
-    def validation_step(self, batch, batch_idx: int) -> dict:
-        self._evaluate(batch, "val")
-        return {}
-
-    def test_step(self, batch, batch_idx: int) -> dict:
-        out = self._evaluate(batch, "test")
-        if batch_idx < FIGURE_VIEWS:
+        self.log_metrics(stage, image_metrics(pred, view["image"]), 1)
+        if stage == "test" and batch_idx < FIGURE_VIEWS:
             path = os.path.join(figure_dir(self), f"test_{batch_idx:03d}_{self.hparams.expert}.png")
-            panels = {"ground truth": out["view"]["image"], self.hparams.expert: out["pred"]}
+            panels = {"ground truth": view["image"], self.hparams.expert: pred}
             self.figures.append(side_by_side(panels, path))
         return {}
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytorch_lightning as pl
 import torch
 
 from zoo.errors import ConfigError
-from zoo.moe import combine_dense, weighted_aux_loss
+from zoo.moe import combine_dense
+from zoo.task_module import MoETaskModule, StepLoss
 from zoo_tasks.splatting.exports import (
     check_scene,
     export_path,
@@ -35,7 +35,7 @@ from zoo_tasks.splatting.pruning import prune_curve
 from zoo_tasks.splatting.router import PAPER_ROUTER, VolumePixelRouter, pixel_rays
 
 
-class MoEGS(pl.LightningModule):
+class MoEGS(MoETaskModule):
     """MoE-GS router stage over frozen experts.
 
     Args:
@@ -54,6 +54,8 @@ class MoEGS(pl.LightningModule):
     Experts trained on another scene than the run's are refused when the trainer sets the module up
     (:func:`~zoo_tasks.splatting.exports.check_scene`).
     """
+
+    synced_stages = ("val", "test")
 
     def __init__(
         self,
@@ -74,6 +76,7 @@ class MoEGS(pl.LightningModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
+        self.aux_weights = dict(aux_weights or {})
         experts = list(experts or [])
         if len(experts) < 2:
             raise ConfigError(f"experts: MoE-GS blends at least two stage-1 experts, got {experts}")
@@ -138,48 +141,40 @@ class MoEGS(pl.LightningModule):
         image = combine_dense(rgb.reshape(height * width, len(self.experts), 3), routing).reshape(height, width, 3)
         return image, rgb, routing
 
-    def loss_and_routing(self, batch) -> tuple[torch.Tensor, dict]:
+    def step_loss(self, batch) -> StepLoss:
+        """L1 + SSIM of the blended render of one training view + the weighted aux losses of the pixel router."""
         view = unbatch(batch)
         image, _, routing = self.blend(view)
-        loss = image_loss(image, view["image"], self.hparams.ssim_weight)
-        if self.hparams.aux_weights:
-            loss = loss + weighted_aux_loss(routing, self.hparams.aux_weights)
-        return loss, {"pixel_router": routing}
+        routings = {"pixel_router": routing}
+        loss = self.with_aux_loss(image_loss(image, view["image"], self.hparams.ssim_weight), routings)
+        return StepLoss(loss, routings, {"loss": loss}, 1)
 
-    def training_step(self, batch, batch_idx: int) -> dict:
-        loss, routings = self.loss_and_routing(batch)
-        self.log("train/loss", loss, prog_bar=True, batch_size=1)
-        return {"loss": loss, "routing": routings}
-
-    def _evaluate(self, batch, stage: str):
+    def evaluate(self, batch, batch_idx: int, stage: str, dataloader_idx: int = 0) -> dict:
+        """PSNR / SSIM of the blend; at test time also of each expert alone, the first views' figures, and the views
+        kept for gate-aware pruning."""
         view = unbatch(batch)
         image, rgb, routing = self.blend(view)
-        for name, value in image_metrics(image, view["image"]).items():
-            self.log(f"{stage}/{name}", value, on_epoch=True, sync_dist=True, batch_size=1)
+        self.log_metrics(stage, image_metrics(image, view["image"]), 1)
         if stage == "test":
             for k, name in enumerate(self.expert_names):
-                for metric, value in image_metrics(rgb[:, :, k], view["image"]).items():
-                    self.log(f"test/{metric}_{name}", value, on_epoch=True, sync_dist=True, batch_size=1)
-        return view, image, rgb, routing
+                metrics = image_metrics(rgb[:, :, k], view["image"])
+                self.log_metrics(stage, {f"{metric}_{name}": value for metric, value in metrics.items()}, 1)
+            if self.hparams.prune_fractions:
+                self._test_views.append(view)
+            if batch_idx < FIGURE_VIEWS:
+                self._test_figures(batch_idx, view, image, rgb, routing)
+        return {"pixel_router": routing.detach()}
 
-    def validation_step(self, batch, batch_idx: int) -> dict:
-        _, _, _, routing = self._evaluate(batch, "val")
-        return {"routing": {"pixel_router": routing.detach()}}
-
-    def test_step(self, batch, batch_idx: int) -> dict:
-        view, image, rgb, routing = self._evaluate(batch, "test")
-        if self.hparams.prune_fractions:
-            self._test_views.append(view)
-        if batch_idx < FIGURE_VIEWS:
-            folder = figure_dir(self)
-            panels = {"ground truth": view["image"], **{n: rgb[:, :, k] for k, n in enumerate(self.expert_names)}}
-            panels[f"MoE-GS ({self.hparams.router_mode})"] = image
-            self.figures.append(side_by_side(panels, os.path.join(folder, f"test_{batch_idx:03d}_all_methods.png")))
-            h, w = image.shape[:2]
-            weights = routing.dense_weights().reshape(h, w, -1)
-            path = os.path.join(folder, f"test_{batch_idx:03d}_weights.png")
-            self.figures.append(weight_map(weights, self.expert_names, path))
-        return {"routing": {"pixel_router": routing.detach()}}
+    def _test_figures(self, batch_idx: int, view: dict, image, rgb, routing) -> None:
+        """Every expert's render and the blend beside the ground truth, and the per-pixel expert-weight map."""
+        folder = figure_dir(self)
+        panels = {"ground truth": view["image"], **{n: rgb[:, :, k] for k, n in enumerate(self.expert_names)}}
+        panels[f"MoE-GS ({self.hparams.router_mode})"] = image
+        self.figures.append(side_by_side(panels, os.path.join(folder, f"test_{batch_idx:03d}_all_methods.png")))
+        h, w = image.shape[:2]
+        weights = routing.dense_weights().reshape(h, w, -1)
+        path = os.path.join(folder, f"test_{batch_idx:03d}_weights.png")
+        self.figures.append(weight_map(weights, self.expert_names, path))
 
     def on_fit_end(self) -> None:
         if self.trainer.is_global_zero and self.hparams.export_name:
@@ -205,8 +200,7 @@ class MoEGS(pl.LightningModule):
             score_views = [{k: v.to(self.device).clone() for k, v in view.items()} for view in score_views]
             test_views = [{k: v.clone() for k, v in view.items()} for view in self._test_views]
             self.pruning = prune_curve(self, score_views, test_views, list(self.hparams.prune_fractions))
-        for fraction, psnr in self.pruning.items():
-            self.log(f"test/psnr_keep{round(float(fraction) * 100)}", psnr, sync_dist=True)
+        self.log_metrics("test", {f"psnr_keep{round(float(f) * 100)}": psnr for f, psnr in self.pruning.items()})
         self._test_views = []
 
     def extra_results(self) -> dict:

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
-import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 from pytorch_lightning.callbacks import EarlyStopping
@@ -21,6 +20,7 @@ from torchmetrics import MeanAbsoluteError, MeanSquaredError
 from zoo.callbacks.periodic_checkpoint import PeriodicCheckpoint
 from zoo.errors import ConfigError
 from zoo.moe import Routing
+from zoo.task_module import MoETaskModule, StepLoss
 from zoo_tasks.timeseries.corruption import Corruption, CorruptionStream
 
 LOSSES = {"mae": F.l1_loss, "mse": F.mse_loss}
@@ -66,7 +66,7 @@ def check_probability(**rates: float) -> None:
             raise ConfigError(f"model.init_args.{name} must be in [0, 1), got {value}")
 
 
-class Forecaster(pl.LightningModule):
+class Forecaster(MoETaskModule):
     """Base LightningModule: MAE or MSE training loss, Adam with TFB's ``type3`` schedule (constant for 4
     epochs, then x0.9 per epoch), early stopping on ``val/loss``, and a test pass that also evaluates
     seeded corruptions of the inputs (``test/mse_missing``, ``test/mse_spike``, ``test/mse_noise``, ...).
@@ -78,6 +78,8 @@ class Forecaster(pl.LightningModule):
 
     checkpoint_monitor = "val/loss"
     checkpoint_mode = "min"
+    progress_bar = ("train/loss", "val/loss")
+    optimizer_hparams = ("lr",)
 
     def __init__(
         self,
@@ -125,38 +127,28 @@ class Forecaster(pl.LightningModule):
         """The network's routings named by their module path in this LightningModule (``net.embedding.moe``)."""
         return {f"net.{name}": routing for name, routing in out.routing.items()}
 
-    def _losses(self, batch) -> tuple[Tensor, dict[str, Routing], Tensor, Tensor]:
+    # ------------------------------------------------------------------ train / val
+    def step_loss(self, batch) -> StepLoss:
+        """Task loss (MAE or MSE) + the network's weighted aux loss (its mixtures' ``MoE.aux_loss``)."""
         x, y = batch
         out = self.net(x)
         task = self.loss_fn(out.forecast.contiguous(), y)
         aux = out.aux_loss if out.aux_loss is not None else torch.zeros((), device=task.device)
-        return task + aux, self._routing(out), task, aux
+        loss = task + aux
+        return StepLoss(loss, self._routing(out), {"loss": loss, "task_loss": task, "aux_loss": aux}, x.shape[0])
 
-    def loss_and_routing(self, batch) -> tuple[Tensor, dict[str, Routing]]:
-        """(training loss = task loss + weighted aux loss, {mixture name: Routing}) of one batch, as
-        ``training_step`` computes them (for ``zoo.moe.testing.check_router_step``)."""
-        loss, routing, _, _ = self._losses(batch)
-        return loss, routing
+    def evaluate(self, batch, batch_idx: int, stage: str, dataloader_idx: int = 0) -> dict[str, Routing]:
+        return self._validate(batch) if stage == "val" else self._test(batch)
 
-    # ------------------------------------------------------------------ train / val
-    def training_step(self, batch, batch_idx):
-        loss, routing, task, aux = self._losses(batch)
-        n = batch[0].shape[0]
-        self.log("train/loss", loss, prog_bar=True, batch_size=n)
-        self.log("train/task_loss", task, batch_size=n)
-        self.log("train/aux_loss", aux, batch_size=n)
-        return {"loss": loss, "routing": routing}
-
-    def validation_step(self, batch, batch_idx):
+    def _validate(self, batch) -> dict[str, Routing]:
         x, y = batch
         out = self.net(x)
         pred = out.forecast.contiguous()
-        self.log("val/loss", self.loss_fn(pred, y), prog_bar=True, batch_size=x.shape[0])
+        loss = self.loss_fn(pred, y)
         self.val_mse.update(pred, y)
         self.val_mae.update(pred, y)
-        self.log("val/mse", self.val_mse, batch_size=x.shape[0])
-        self.log("val/mae", self.val_mae, batch_size=x.shape[0])
-        return {"routing": self._routing(out)}
+        self.log_metrics("val", {"loss": loss, "mse": self.val_mse, "mae": self.val_mae}, x.shape[0])
+        return self._routing(out)
 
     # ------------------------------------------------------------------ test (clean + corrupted)
     def on_test_start(self) -> None:
@@ -169,7 +161,7 @@ class Forecaster(pl.LightningModule):
             value = torch.as_tensor(value, dtype=torch.float64).cpu()
             acc[key] = acc[key] + value if key in acc else value
 
-    def test_step(self, batch, batch_idx):
+    def _test(self, batch) -> dict[str, Routing]:
         """Clean and corrupted metrics; the returned routing is the clean pass's (what the test summary reports)."""
         x, y = batch
         inputs = {"clean": x, **self._stream(x)}
@@ -183,9 +175,9 @@ class Forecaster(pl.LightningModule):
             self.test_mse[condition].update(pred, y)
             self.test_mae[condition].update(pred, y)
             suffix = "" if condition == "clean" else f"_{condition}"
-            self.log(f"test/mse{suffix}", self.test_mse[condition], batch_size=x.shape[0])
-            self.log(f"test/mae{suffix}", self.test_mae[condition], batch_size=x.shape[0])
-        return {"routing": routing}
+            metrics = {f"mse{suffix}": self.test_mse[condition], f"mae{suffix}": self.test_mae[condition]}
+            self.log_metrics("test", metrics, x.shape[0])
+        return routing
 
     def extra_results(self) -> dict:
         """The fraction of patches replaced per test condition (SEER), the corruption settings and the parameter
@@ -204,12 +196,11 @@ class Forecaster(pl.LightningModule):
         return out
 
     # ------------------------------------------------------------------ optimisation
-    def configure_optimizers(self):
-        optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+    def lr_schedule(self, optimizer: torch.optim.Optimizer) -> dict:
+        """TFB / Time-Series-Library ``type3``: four epochs at ``lr``, then x``lr_decay`` after each epoch."""
         decay = self.hparams.lr_decay
-        # TFB / Time-Series-Library ``type3``: four epochs at ``lr``, then x``decay`` after each epoch
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: decay ** max(0, epoch - 3))
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "epoch"}}
+        return {"scheduler": schedule, "interval": "epoch"}
 
     def configure_callbacks(self):
         callbacks = [EarlyStopping(monitor="val/loss", mode="min", patience=self.hparams.patience)]

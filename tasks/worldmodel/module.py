@@ -19,15 +19,13 @@ steps ``prefix .. prefix + horizon - 1``, in the normalised space, over the dims
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 
-import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from zoo.errors import ConfigError
-from zoo.moe import weighted_aux_loss
+from zoo.task_module import MoETaskModule, StepLoss
 from zoo_tasks.worldmodel.baselines import MLPEnsemble, predict_mean, repeat_last
 from zoo_tasks.worldmodel.model import WestWorldNet
 from zoo_tasks.worldmodel.tokens import BinSupport
@@ -41,7 +39,7 @@ TOKEN_METHODS = {
 METHODS = (*TOKEN_METHODS, "mlp_ensemble", "repeat_last", "mean")
 
 
-class WorldModel(pl.LightningModule):
+class WorldModel(MoETaskModule):
     """A trajectory world model over robot windows (see the module docstring; batches from
     `zoo_tasks.worldmodel.data.WestWorldDataModule`).
 
@@ -57,6 +55,9 @@ class WorldModel(pl.LightningModule):
         finetune_after, finetune_lr_scale: from optimiser step ``finetune_after`` on (the data's ``pretrain_steps``
             in the few-shot rows; 0 = never) the learning rate is multiplied by ``finetune_lr_scale``.
     """
+
+    synced_stages = ("val", "test")
+    optimizer_class = torch.optim.AdamW
 
     def __init__(
         self,
@@ -88,6 +89,7 @@ class WorldModel(pl.LightningModule):
     ):
         super().__init__()
         self.save_hyperparameters()
+        self.aux_weights = dict(aux_weights or {})
         if method not in METHODS:
             raise ConfigError(f"model.init_args.method: unknown method {method!r}; valid: {', '.join(METHODS)}")
         self.support = BinSupport(bins, bound, rel_sigma)
@@ -118,8 +120,14 @@ class WorldModel(pl.LightningModule):
         )
         return logits, routings
 
-    def loss_and_routing(self, batch: dict) -> tuple[Tensor, dict]:
-        """The training loss of one batch and the routings of its mixtures ({} for dense models)."""
+    def step_loss(self, batch: dict) -> StepLoss:
+        """The training loss of one batch and the routings of its mixtures ({} for dense models): cross-entropy of
+        the next-step observation bins (token models), the ensemble's loss (MLP), + the weighted aux losses."""
+        x = batch["x"]
+        loss, routings = self._loss(batch)
+        return StepLoss(loss, routings, {"loss": loss}, x.shape[0])
+
+    def _loss(self, batch: dict) -> tuple[Tensor, dict]:
         x, do, valid = batch["x"], batch["obs_dim"], batch["obs_valid"]
         if self.mlp is not None:
             return self.mlp.loss(x, valid.to(x.dtype)), {}
@@ -129,10 +137,7 @@ class WorldModel(pl.LightningModule):
         target = self.support.hl_gauss(x[:, 1:, :do])
         ce = -(target * F.log_softmax(logits[:, :-1], dim=-1)).sum(-1)  # (B, T-1, Do)
         w = valid.to(ce.dtype).expand_as(ce)
-        loss = (ce * w).sum() / w.sum().clamp_min(1)
-        if self.hparams.aux_weights and routings:
-            loss = loss + weighted_aux_loss(list(routings.values()), self.hparams.aux_weights)
-        return loss, routings
+        return self.with_aux_loss((ce * w).sum() / w.sum().clamp_min(1), routings), routings
 
     @torch.no_grad()
     def predict_future(self, batch: dict) -> tuple[Tensor, dict]:
@@ -147,12 +152,9 @@ class WorldModel(pl.LightningModule):
         return self.support.decode(torch.softmax(logits[:, p - 1 : -1].float(), -1)), routings
 
     # ---- Lightning ----
-    def training_step(self, batch: dict, batch_idx: int):
-        loss, routings = self.loss_and_routing(batch)
-        self.log("train/loss", loss, prog_bar=True, batch_size=batch["x"].shape[0])
-        return {"loss": loss, "routing": routings}
-
-    def _evaluate(self, batch: dict, stage: str) -> dict:
+    def evaluate(self, batch: dict, batch_idx: int, stage: str, dataloader_idx: int = 0) -> dict:
+        """Accumulates the batch's absolute and squared errors after the prefix (per robot, logged at the epoch's
+        end); at test time also the system-gate weights and the first window of each robot for its figure."""
         pred, routings = self.predict_future(batch)
         x, do, p = batch["x"], batch["obs_dim"], self.hparams.prefix
         true = x[:, p:, :do]
@@ -165,13 +167,7 @@ class WorldModel(pl.LightningModule):
                 self._gates[batch["robot"]][name].append(r.dense_weights().mean(0).cpu())
             if batch["robot"] not in self._plot_pending:
                 self._plot_pending[batch["robot"]] = (x[0, :, :do].cpu(), pred[0].cpu(), batch["obs_valid"].cpu())
-        return {"routing": routings}
-
-    def validation_step(self, batch: dict, batch_idx: int):
-        return self._evaluate(batch, "val")
-
-    def test_step(self, batch: dict, batch_idx: int):
-        return self._evaluate(batch, "test")
+        return routings
 
     def _log_stage(self, stage: str) -> None:
         keys = [k for k in self._eval if k[0] == stage]
@@ -181,12 +177,12 @@ class WorldModel(pl.LightningModule):
         pooled = [k for k in keys if k[2] == "heldout"] or keys
         total = sum((self._eval[k] for k in pooled), torch.zeros(3, dtype=torch.float64))
         count = total[2].clamp_min(1)
-        self.log(f"{stage}/mae", float(total[0] / count), sync_dist=True)
-        self.log(f"{stage}/mse", float(total[1] / count), sync_dist=True)
+        values = {"mae": float(total[0] / count), "mse": float(total[1] / count)}
         for k in keys:
-            name = f"{stage}/mae_{k[1]}" if k[2] == "heldout" else f"{stage}/seen_mae_{k[1]}"
-            self.log(name, float(self._eval[k][0] / self._eval[k][2].clamp_min(1)), sync_dist=True)
-            del self._eval[k]
+            name = f"mae_{k[1]}" if k[2] == "heldout" else f"seen_mae_{k[1]}"
+            sums = self._eval.pop(k)
+            values[name] = float(sums[0] / sums[2].clamp_min(1))
+        self.log_metrics(stage, values)
 
     def on_validation_epoch_end(self) -> None:
         self._log_stage("val")
@@ -195,14 +191,10 @@ class WorldModel(pl.LightningModule):
         self._log_stage("test")
         self._save_plots()
 
-    def _log_dir(self) -> Path:
-        trainer = self.trainer
-        return Path(trainer.log_dir or trainer.default_root_dir)
-
     def _save_plots(self) -> None:
         from zoo_tasks.worldmodel.plots import gate_heatmap, rollout_figure
 
-        folder = self._log_dir() / "rollouts"
+        folder = self.log_folder() / "rollouts"
         for name, (true, pred, valid) in self._plot_pending.items():
             self._plots[name] = rollout_figure(true, pred, valid, self.hparams.prefix, name, folder / f"{name}.png")
         self._plot_pending.clear()
@@ -225,7 +217,5 @@ class WorldModel(pl.LightningModule):
         factor = min(1.0, (step + 1) / max(1, h.warmup_steps))
         return factor * (h.finetune_lr_scale if h.finetune_after and step >= h.finetune_after else 1.0)
 
-    def configure_optimizers(self):
-        opt = torch.optim.AdamW(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, self.lr_factor)
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+    def lr_schedule(self, optimizer: torch.optim.Optimizer) -> dict:
+        return {"scheduler": torch.optim.lr_scheduler.LambdaLR(optimizer, self.lr_factor), "interval": "step"}

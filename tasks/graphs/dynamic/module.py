@@ -17,7 +17,8 @@ import torch
 from torch import Tensor, nn
 
 from zoo.errors import ConfigError
-from zoo.moe import Routing, weighted_aux_loss
+from zoo.moe import Routing
+from zoo.task_module import MoETaskModule, StepLoss
 from zoo_tasks.graphs.dynamic.edgebank import MEMORY_MODES, UCI_MEMORY, edge_memory
 from zoo_tasks.graphs.dynamic.graphmixer import GraphMixerEncoder
 from zoo_tasks.graphs.dynamic.metrics import batch_metrics
@@ -56,7 +57,7 @@ def data_summary(module: pl.LightningModule) -> dict:
     return {"data": dm.summary()} if dm is not None and hasattr(dm, "summary") else {}
 
 
-class DynamicLinkPredictor(pl.LightningModule):
+class DynamicLinkPredictor(MoETaskModule):
     """DyGFormer-style link predictor (Yu et al., NeurIPS 2023) or DyGMoCE (ICML 2026) by ``method``.
 
     - ``dygformer``: DyGLib's DyGFormer blocks (dot-product MHA);
@@ -70,6 +71,7 @@ class DynamicLinkPredictor(pl.LightningModule):
 
     checkpoint_monitor = "val/ap"
     checkpoint_mode = "max"
+    synced_stages = ("train", "val", "test")
 
     def __init__(
         self,
@@ -103,6 +105,7 @@ class DynamicLinkPredictor(pl.LightningModule):
         if node_dim is None or edge_dim is None:
             raise ConfigError("node_dim / edge_dim are unset: give them, or let the datamodule fill them (zoo fit)")
         self.save_hyperparameters()
+        self.aux_weights = dict(aux_weights or {})
         block = "dygformer" if method == "dygformer" else "curvature"
         experts = num_experts if method == "dygmoce" else 1
         if method == "graphmixer":
@@ -143,33 +146,34 @@ class DynamicLinkPredictor(pl.LightningModule):
                         terms.append(ranking_violation(r.router_probs(), curv, r.valid))
         return torch.stack(terms).mean() if terms else torch.zeros((), device=self.device)
 
-    def training_step(self, batch: dict, batch_idx: int) -> dict:
+    def step_loss(self, batch: dict) -> StepLoss:
+        """BCE of positives and negatives + ``ranking_weight`` x the ranking violation + the weighted aux losses."""
         pos, neg, routings = self.scores(batch)
-        loss = self.loss_fn(torch.cat([pos, neg]), torch.cat([torch.ones_like(pos), torch.zeros_like(neg)]))
-        self.log("train/bce", loss, batch_size=len(pos), sync_dist=True)
+        bce = self.loss_fn(torch.cat([pos, neg]), torch.cat([torch.ones_like(pos), torch.zeros_like(neg)]))
+        loss, logs = bce, {"bce": bce}
         if routings:
             rank = self._ranking(routings)
-            loss = loss + self.hparams.ranking_weight * rank
-            if self.hparams.aux_weights:
-                loss = loss + weighted_aux_loss(list(routings.values()), self.hparams.aux_weights)
-            self.log("train/ranking", rank, batch_size=len(pos), sync_dist=True)
-        self.log("train/loss", loss, prog_bar=True, batch_size=len(pos), sync_dist=True)
-        return {"loss": loss, "routing": routings}
+            loss = self.with_aux_loss(loss + self.hparams.ranking_weight * rank, routings)
+            logs["ranking"] = rank
+        return StepLoss(loss, routings, {**logs, "loss": loss}, len(pos))
 
-    def _evaluate(self, batch: dict, loader: int) -> dict[str, Routing]:
+    def evaluate(self, batch: dict, batch_idx: int, stage: str, dataloader_idx: int = 0) -> dict[str, Routing]:
+        """Scores the batch's positives and negatives for the epoch's averaged AP / AUC (DyGLib's reporting); at
+        test time also the routing's curvature order and, on the first loader, its link to the topology."""
         pos, neg, routings = self.scores(batch)
-        self._eval.add(loader, torch.sigmoid(pos).float().cpu().numpy(), torch.sigmoid(neg).float().cpu().numpy())
+        self._eval.add(
+            dataloader_idx, torch.sigmoid(pos).float().cpu().numpy(), torch.sigmoid(neg).float().cpu().numpy()
+        )
+        if stage == "test":
+            self._test_diagnostics(batch, routings, dataloader_idx)
         return routings
 
-    def validation_step(self, batch: dict, batch_idx: int, dataloader_idx: int = 0) -> dict:
-        return {"routing": self._evaluate(batch, dataloader_idx)}
-
     def on_validation_epoch_end(self) -> None:
-        for key, value in self._eval.averaged(VAL_NAMES).items():
-            self.log(f"val/{key}", value, sync_dist=True)
+        self.log_metrics("val", self._eval.averaged(VAL_NAMES))
 
-    def test_step(self, batch: dict, batch_idx: int, dataloader_idx: int = 0) -> dict:
-        routings = self._evaluate(batch, dataloader_idx)
+    def _test_diagnostics(self, batch: dict, routings: dict[str, Routing], dataloader_idx: int) -> None:
+        """Per MoE block and module: the fraction of unimodal routings, the mean weight per curvature rank, and
+        (first loader) the expected curvature of each positive source node beside its clustering coefficient."""
         blocks = self._moe_blocks()
         topology = dataloader_idx == 0 and self.hparams.topology_diagnostic and blocks
         clustering = self._clustering(batch) if topology else None
@@ -187,7 +191,6 @@ class DynamicLinkPredictor(pl.LightningModule):
                 self._profile[f"block{i}.{part}"].append(torch.cat([ordered.sum(0), count]))
                 if clustering is not None:
                     self._record_topology(f"block{i}.{part}", batch, r, curv, clustering)
-        return {"routing": routings}
 
     def _clustering(self, batch: dict) -> list[float]:
         """Clustering coefficient of each positive source node's recent neighbourhood (``topology.py``)."""
@@ -207,9 +210,7 @@ class DynamicLinkPredictor(pl.LightningModule):
         store_e.extend(float(x) for x in expected)
 
     def on_test_epoch_end(self) -> None:
-        names = self.trainer.datamodule.test_names()
-        for key, value in self._eval.averaged(names).items():
-            self.log(f"test/{key}", value, sync_dist=True)
+        self.log_metrics("test", self._eval.averaged(self.trainer.datamodule.test_names()))
 
     def extra_results(self) -> dict:
         """Learned curvature of every expert (per block and module, in expert order), the fraction of test
@@ -228,9 +229,6 @@ class DynamicLinkPredictor(pl.LightningModule):
         if self._topology:
             out["routing_vs_clustering"] = {k: summarise(*v) for k, v in self._topology.items()}
         return out
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
 
 
 def _mean_profile(batches: list[Tensor]) -> list[float]:

@@ -26,12 +26,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
 from zoo.errors import ConfigError
-from zoo.moe import Routing, weighted_aux_loss
+from zoo.moe import Routing
+from zoo.task_module import MoETaskModule, StepLoss
 from zoo_tasks.timeseries.generation.diagnostics import ExpertLoad
 from zoo_tasks.timeseries.generation.diffusion import GaussianDiffusion
 from zoo_tasks.timeseries.generation.diffusion_ts_evaluation import DiffusionTSEvaluation, check_metric_settings
@@ -42,7 +42,7 @@ from zoo_tasks.timeseries.generation.prompts import DomainPrompter
 LOSSES = ("l1", "l2")
 
 
-class TimeMoDE(DiffusionTSEvaluation, GenerationEvaluation, pl.LightningModule):
+class TimeMoDE(DiffusionTSEvaluation, GenerationEvaluation, MoETaskModule):
     """Prompt-conditioned DiT diffusion generator (TimeMoDE with ``moe=True``, the dense twin with ``moe=False``);
     unconditional with ``prompted=False``.
 
@@ -53,6 +53,10 @@ class TimeMoDE(DiffusionTSEvaluation, GenerationEvaluation, pl.LightningModule):
 
     checkpoint_monitor = "val/loss"
     checkpoint_mode = "min"
+    progress_bar = ("train/loss", "val/loss")
+    synced_stages = ("val",)
+    optimizer_class = torch.optim.AdamW
+    optimizer_hparams = ("lr",)
 
     def __init__(
         self,
@@ -154,10 +158,10 @@ class TimeMoDE(DiffusionTSEvaluation, GenerationEvaluation, pl.LightningModule):
             )
 
     # ---- training ----------------------------------------------------------------------------------------
-    def loss_and_routing(self, batch, generator: torch.Generator | None = None) -> tuple[Tensor, dict[str, Routing]]:
+    def step_loss(self, batch, generator: torch.Generator | None = None) -> StepLoss:
         """The diffusion loss (+ the mixtures' aux losses) of a batch at random timesteps and noise (drawn from
         ``generator`` when given: validation uses a fixed one per batch, so ``val/loss`` compares checkpoints on the
-        same draws)."""
+        same draws); logs the loss and the diffusion loss alone."""
         x = batch[0]
         prompt, latents = (self.prompter(x), self.prompter.latents) if self.prompter is not None else (None, None)
         t = torch.randint(0, self.diffusion.timesteps, (x.shape[0],), device=x.device, generator=generator)
@@ -165,29 +169,29 @@ class TimeMoDE(DiffusionTSEvaluation, GenerationEvaluation, pl.LightningModule):
         drop = self.hparams.cond_drop_prob if self.training else 0.0
         eps, routings = self.net(self.diffusion.q_sample(x, t, noise), t, prompt, latents, drop)
         diff = eps - noise
-        loss = diff.abs().mean() if self.hparams.loss == "l1" else diff.square().mean()
-        self._diffusion_loss = loss.detach()
-        if routings and self.aux_weights:
-            loss = loss + weighted_aux_loss(list(routings.values()), self.aux_weights)
-        return loss, {f"net.{name}": r for name, r in routings.items()}
+        diffusion = diff.abs().mean() if self.hparams.loss == "l1" else diff.square().mean()
+        loss = self.with_aux_loss(diffusion, routings)
+        named = {f"net.{name}": r for name, r in routings.items()}
+        return StepLoss(loss, named, {"loss": loss, "diffusion_loss": diffusion.detach()}, len(x))
 
-    def training_step(self, batch, batch_idx: int):
-        loss, routings = self.loss_and_routing(batch)
-        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch[0]))
-        self.log("train/diffusion_loss", self._diffusion_loss, batch_size=len(batch[0]))
-        return {"loss": loss, "routing": routings}
+    def loss_and_routing(self, batch, generator: torch.Generator | None = None) -> tuple[Tensor, dict[str, Routing]]:
+        """(loss, routings) of :meth:`step_loss`, its noise drawn from ``generator`` when given."""
+        step = self.step_loss(batch, generator)
+        return step.loss, step.routing
 
-    def validation_step(self, batch, batch_idx: int):
-        generator = torch.Generator(device=batch[0].device).manual_seed(batch_idx)
-        loss, routings = self.loss_and_routing(batch, generator)
-        self.log("val/loss", self._diffusion_loss, prog_bar=True, batch_size=len(batch[0]), sync_dist=True)
-        return {"loss": loss, "routing": routings}
+    def validation_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> dict:
+        """The training loss on draws seeded by the batch index (``val/loss``: the diffusion loss alone), returned
+        with the routings (the test protocol is :class:`GenerationEvaluation`'s or :class:`DiffusionTSEvaluation`'s
+        ``test_step``)."""
+        step = self.step_loss(batch, torch.Generator(device=batch[0].device).manual_seed(batch_idx))
+        self.log_metrics("val", {"loss": step.logs["diffusion_loss"]}, step.batch_size)
+        return {"loss": step.loss, "routing": step.routing}
 
-    def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(self.parameters(), lr=self.hparams.lr)
+    def lr_schedule(self, optimizer: torch.optim.Optimizer) -> dict:
+        """Linear warm-up over ``warmup_steps`` optimiser steps (TimeDP's)."""
         warmup = max(1, self.hparams.warmup_steps)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, 1e-6 + step / warmup))
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        return {"scheduler": scheduler, "interval": "step"}
 
     # ---- generation --------------------------------------------------------------------------------------
     def _clip(self) -> float | None:
