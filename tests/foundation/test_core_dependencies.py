@@ -70,7 +70,9 @@ class _Imports(ast.NodeVisitor):
 
 
 def undeclared_imports(root: Path, core: set[str], extras: set[str]) -> list[str]:
-    """``path:line: name`` for each import under ``root`` (the ``zoo`` package) that its place does not allow."""
+    """``path:line: name`` for each import under ``root`` (the ``zoo`` package) that its place does not allow: the
+    core dependencies anywhere; an extra's package inside a function, or anywhere in a ``*_tests.py`` module (a
+    test module run by pytest only, which the command that runs it checks for first)."""
     allowed_first_party = {"zoo", "__future__"}
     problems = []
     for path in sorted(root.rglob("*.py")):
@@ -79,8 +81,8 @@ def undeclared_imports(root: Path, core: set[str], extras: set[str]) -> list[str
         for name, line, lazy in visitor.found:
             if name in sys.stdlib_module_names or name in allowed_first_party or name in core:
                 continue
-            if lazy and name in extras:
-                continue
+            if (lazy or path.name.endswith("_tests.py")) and name in extras:
+                continue  # a *_tests.py module is a pytest module (python -m zoo.conformance): only pytest loads it
             where = "inside a function, declared by no extra" if lazy else "at module level, not a core dependency"
             problems.append(f"{path.relative_to(root.parent)}:{line}: {name} ({where})")
     return problems
