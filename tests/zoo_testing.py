@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import pytorch_lightning as pl
 
+from zoo.conformance import fit_parser  # noqa: F401 (the tests import it from here)
+
 REPO = Path(__file__).resolve().parent.parent
 TOY_PLUGIN = REPO / "tests" / "fixtures" / "toy_plugin"
 
@@ -51,21 +53,6 @@ def make_record(task: str, method: str, dataset: str, metrics: dict[str, float],
     return RunRecord(
         task=task, method=method, dataset=dataset, metrics=metrics, seed=seed, fold=fold, **{**base, **fields}
     )
-
-
-def fit_parser(config: Path):
-    """The ``zoo fit`` parser (ZooCLI's, built from ``config``) that instantiates nothing: ``parse_args(args)``
-    resolves any config file plus overrides, as ``zoo fit`` would, without building a model."""
-    from zoo.cli.lightning_cli import ZooCLI
-
-    class ParseOnly(ZooCLI):
-        def _set_seed(self) -> None:
-            pass
-
-        def instantiate_classes(self) -> None:
-            pass
-
-    return ParseOnly(args=["--config", str(config)], run=False).parser
 
 
 def quiet_trainer(**overrides) -> pl.Trainer:
