@@ -214,7 +214,65 @@ def render_matrix(
         if row_stale:
             verdict += " (cells marked ° still hold runs of other code or settings: a verdict on mixed runs)"
         verdicts.append(f"- {task}: {verdict}")
-    if any(marked):
+    out += _footnotes(any(marked), reasons, without_row)
+    out += ["", *_versus_dense_section(verdicts)]
+    out += ["", *_health_table(cells, tasks, routers), "", *_tuning_table(cells)]
+    out += ["", *_time_table(cells, tasks)]
+    if notes:
+        out += ["", notes.strip()]
+    return "\n".join(out) + "\n"
+
+
+def _health_table(cells: Mapping, tasks: Sequence[str], routers: Sequence[str]) -> list[str]:
+    """Routing health per cell: load entropy / dead experts / dropped token fraction, test stage."""
+    out = ["## Routing health (test stage, mean over runs and layers)", ""]
+    out += ["load entropy (1 = uniform) / dead experts / dropped token fraction.", ""]
+    out += ["| task | " + " | ".join(routers) + " |", "|---|" + "---|" * len(routers)]
+    for task in tasks:
+        row = []
+        for router in routers:
+            health = _health(cells.get((task, router), []))
+            row.append("—" if health is None else f"{health[0]:.3f} / {health[1]:.1f} / {health[2]:.3f}")
+        out.append(f"| {task} | " + " | ".join(row) + " |")
+    return out
+
+
+def _tuning_table(cells: Mapping) -> list[str]:
+    """How each cell was tuned: trials (pruned), the best validation value and the space."""
+    out = ["## How each cell was tuned", "", "| task | cell | trials (pruned) | best val | space |"]
+    out.append("|---|---|---|---|---|")
+    for (task, column), recs in sorted(cells.items()):
+        tuning = (recs[0].extra or {}).get("tuning") or {}
+        if tuning:
+            out.append(
+                f"| {task} | {column} | {tuning.get('trials')} ({tuning.get('pruned')}) | "
+                f"{tuning.get('metric')} {tuning.get('value', math.nan):.4f} | {tuning.get('space')} |"
+            )
+        else:
+            out.append(f"| {task} | {column} | not tuned | | |")
+    return out
+
+
+def _versus_dense_section(verdicts: list[str]) -> list[str]:
+    """Each row's routers against its dense twin (``zoo.leaderboard.compare``'s rule, Holm over the row)."""
+    return [
+        "## Routers against the dense twin",
+        "",
+        "Each router against the dense twin of its row, paired by seed: Δ is the mean gain over the seeds both ran "
+        "(positive = the router better, in the metric's direction) with its Student-t interval. The 8-9 routers of a "
+        "row are Holm-corrected together (each interval at its Holm level, shown), so that a row prints a false "
+        '"better" with probability ≤ 5 % however many routers it holds; better / worse: the interval excludes 0; '
+        "tie: it holds 0; n too small: fewer than 3 seed pairs. `zoo.leaderboard.compare` is the rule, the same as "
+        "every task page's.",
+        "",
+        *verdicts,
+    ]
+
+
+def _footnotes(marked: bool, reasons: Mapping[str, int], without_row: Sequence[str]) -> list[str]:
+    """Under the table: what ° means (when a cell has it), the n/a reasons by number, the tasks without a row."""
+    out: list[str] = []
+    if marked:
         out += [
             "",
             "° some runs of the cell were made by other code of its task or other matrix settings than today's: "
@@ -228,38 +286,4 @@ def render_matrix(
             "",
             f"Not in the table: {', '.join(sorted(without_row))} (their specs name no matrix row; the notes say why).",
         ]
-    out += ["", "## Routers against the dense twin", ""]
-    out += [
-        "Each router against the dense twin of its row, paired by seed: Δ is the mean gain over the seeds both ran "
-        "(positive = the router better, in the metric's direction) with its Student-t interval. The 8-9 routers of a "
-        "row are Holm-corrected together (each interval at its Holm level, shown), so that a row prints a false "
-        '"better" with probability ≤ 5 % however many routers it holds; better / worse: the interval excludes 0; '
-        "tie: it holds 0; n too small: fewer than 3 seed pairs. `zoo.leaderboard.compare` is the rule, the same as "
-        "every task page's.",
-        "",
-        *verdicts,
-    ]
-    out += ["", "## Routing health (test stage, mean over runs and layers)", ""]
-    out += ["load entropy (1 = uniform) / dead experts / dropped token fraction.", ""]
-    out += ["| task | " + " | ".join(routers) + " |", "|---|" + "---|" * len(routers)]
-    for task in tasks:
-        row = []
-        for router in routers:
-            health = _health(cells.get((task, router), []))
-            row.append("—" if health is None else f"{health[0]:.3f} / {health[1]:.1f} / {health[2]:.3f}")
-        out.append(f"| {task} | " + " | ".join(row) + " |")
-    out += ["", "## How each cell was tuned", "", "| task | cell | trials (pruned) | best val | space |"]
-    out.append("|---|---|---|---|---|")
-    for (task, column), recs in sorted(cells.items()):
-        tuning = (recs[0].extra or {}).get("tuning") or {}
-        if tuning:
-            out.append(
-                f"| {task} | {column} | {tuning.get('trials')} ({tuning.get('pruned')}) | "
-                f"{tuning.get('metric')} {tuning.get('value', math.nan):.4f} | {tuning.get('space')} |"
-            )
-        else:
-            out.append(f"| {task} | {column} | not tuned | | |")
-    out += ["", *_time_table(cells, tasks)]
-    if notes:
-        out += ["", notes.strip()]
-    return "\n".join(out) + "\n"
+    return out

@@ -192,8 +192,17 @@ def run_study(
     ended = study.get_trials(deepcopy=False, states=finished)
     if not any(t.state == TrialState.COMPLETE for t in ended):
         raise ConfigError(f"{folder}: no trial completed (all pruned); raise the budget or the warm-up")
+    result = _best_of(study, ended, space, name, direction, seed, folder)
+    (folder / BEST_FILE).write_text(json.dumps(result.to_dict(), indent=1) + "\n")
+    return result
+
+
+def _best_of(study, ended: list, space: SearchSpace, name: str, direction: str, seed: int, folder: Path) -> TuneResult:
+    """The study's best trial as a ``TuneResult``, with every finished trial's value and wall time."""
+    from optuna.trial import TrialState
+
     best = study.best_trial
-    result = TuneResult(
+    return TuneResult(
         params=dict(best.params),
         overrides=as_overrides(best.params),
         value=float(best.value),
@@ -211,8 +220,6 @@ def run_study(
             if t.datetime_start is not None and t.datetime_complete is not None
         ],
     )
-    (folder / BEST_FILE).write_text(json.dumps(result.to_dict(), indent=1) + "\n")
-    return result
 
 
 def recorded_choice(extra: Mapping[str, Any] | None) -> TuneResult | None:
