@@ -343,6 +343,9 @@ def test_a_tasks_probe_overrides_reach_the_short_fit_after_the_probes_own_and_ke
     group.overrides = ("--trainer.max_steps=-1",)
     assert group.key != plain_key, "probes made with other overrides must not answer for this group"
     assert _spec(Decision(group, "hash"))["overrides"] == ["--trainer.max_steps=-1"]
+    keyed = group.key
+    group.inputs = ("--model.init_args.experts=[a.pt]",)
+    assert group.key != keyed and _spec(Decision(group, "hash"))["inputs"] == ["--model.init_args.experts=[a.pt]"]
 
     seen = {}
 

@@ -61,14 +61,15 @@ class Group:
     config: dict
     records: list[RunRecord] = field(default_factory=list)
     paths: list[Path] = field(default_factory=list)
-    overrides: tuple[str, ...] = ()  # the task's probe overrides for this config (TaskSpec.probe_overrides)
+    overrides: tuple[str, ...] = ()  # the task's probe overrides of the short fit (TaskSpec.probe_overrides)
+    inputs: tuple[str, ...] = ()  # ... and of every part of the probe (stand-ins for another run's outputs)
 
     @property
     def key(self) -> str:
         """A short, stable id of the group (task, source hash, threads, row config and probe overrides)."""
         text = json.dumps([self.task, self.source_hash, self.threads, row_config(self.config)], sort_keys=True)
-        if self.overrides:
-            text += json.dumps(list(self.overrides))
+        if self.overrides or self.inputs:
+            text += json.dumps([list(self.overrides), list(self.inputs)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property

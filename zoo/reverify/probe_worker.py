@@ -5,7 +5,8 @@ builds it), and otherwise only torch, Lightning and yaml: APIs that the record c
 
 What one probe holds (``probe_group``), all from the record's own config, seed and threads:
 
-* ``overrides``: the task's probe overrides (``TaskSpec.probe_overrides``), added to the short fit's arguments;
+* ``overrides`` / ``inputs``: the task's probe overrides (``TaskSpec.probe_overrides``), added to the short fit's
+  arguments / to the arguments of every part (the schedule trace too: stand-ins for another run's outputs);
 * ``short``: a short fit (``STEPS`` optimiser steps in one epoch of ``STEPS`` batches, trainer otherwise as
   configured; a module that optimises by hand runs until its ``STEPS``-th step): every training batch's
   loss, its logged scalars and a hash of the batch, then a hash of every parameter / buffer and of the optimisers'
@@ -442,9 +443,10 @@ def trace_scheduler(config, optimizers, total, trainer, plain: Plain) -> dict:
     return out
 
 
-def schedule_trace(config: dict, run_dir: Path, plain: Plain) -> dict:
-    """The full-length run's optimisers, LR schedule and callbacks (``ScheduleTracer``), without training."""
-    cli = build_cli(config, run_dir, [])
+def schedule_trace(config: dict, run_dir: Path, plain: Plain, inputs: list[str] = ()) -> dict:
+    """The full-length run's optimisers, LR schedule and callbacks (``ScheduleTracer``), without training; ``inputs``:
+    the task's stand-ins for another run's outputs."""
+    cli = build_cli(config, run_dir, list(inputs))
     tracer = _trace_callback(plain)
     cli.trainer.callbacks.append(tracer)
     try:
@@ -492,6 +494,7 @@ def probe_group(group: dict, work: Path, tree: Path) -> dict:
     if group.get("threads"):
         torch.set_num_threads(int(group["threads"]))
     seconds = {}
+    short, inputs = list(group.get("overrides") or []), list(group.get("inputs") or [])
 
     def timed(name, fn, *args):
         begin = time.perf_counter()
@@ -504,10 +507,9 @@ def probe_group(group: dict, work: Path, tree: Path) -> dict:
         probe = {
             "threads": torch.get_num_threads(),
             "overrides": list(group.get("overrides") or []),
-            "short": timed(
-                "short", short_run, group["config"], run_root / "short", plain, hasher, group.get("overrides") or []
-            ),
-            "schedule": timed("schedule", schedule_trace, group["config"], run_root / "trace", plain),
+            "inputs": list(group.get("inputs") or []),
+            "short": timed("short", short_run, group["config"], run_root / "short", plain, hasher, [*inputs, *short]),
+            "schedule": timed("schedule", schedule_trace, group["config"], run_root / "trace", plain, inputs),
             "splits": timed(
                 "splits", split_hashes, group["config"], group["runs"], ObjectHash(plain, content_only=True)
             ),

@@ -74,7 +74,7 @@ def reverify(
     eligible: Callable[[RunRecord], bool],
     dry_run: bool,
     say: Callable[[str], None] = print,
-    overrides: Callable[[RunRecord], list[str]] = lambda _: [],
+    overrides: Callable[[RunRecord], dict[str, list[str]]] = lambda _: {},
 ) -> Plan:
     """Plan (and unless ``dry_run`` run) the re-verification of ``records``, printing both with ``say``;
     ``overrides`` gives each group's probe overrides (``spec_overrides``)."""

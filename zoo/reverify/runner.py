@@ -96,12 +96,12 @@ def plan(
     repo: Path,
     work: Path | None = None,
     eligible: Callable[[RunRecord], bool] = lambda _: True,
-    overrides: Callable[[RunRecord], list[str]] = lambda _: [],
+    overrides: Callable[[RunRecord], dict[str, list[str]]] = lambda _: {},
 ) -> Plan:
     """Group the records of ``label`` whose ``source_hash`` differs from HEAD's for their config and that are
     ``eligible`` (e.g. their row's settings are unchanged); choose each group's base commit, or say why it has none
     or why HEAD cannot be probed for it (uncommitted changes in its closure). ``overrides`` gives a group's probe
-    overrides from its first record (``TaskSpec.probe_overrides``)."""
+    overrides from its first record (``spec_overrides``: ``{"short": [...], "every": [...]}``)."""
     trees = Trees(Path(repo), Path(work or tempfile.mkdtemp(prefix="zoo-reverify-")))
     head = trees.head
     stale, current, skipped = [], 0, 0
@@ -114,7 +114,8 @@ def plan(
             skipped += 1
     decisions, chosen = [], []
     for group in group_records(label, stale):
-        group.overrides = tuple(overrides(group.records[0]))
+        given = overrides(group.records[0])
+        group.overrides, group.inputs = tuple(given.get("short", ())), tuple(given.get("every", ()))
         decision = Decision(group, trees.source_hash(head, group.config))
         if trees.working_hash(group.config) != decision.head_hash:
             decision.status, decision.reason = DIRTY, _dirty_reason(trees, group)
@@ -156,6 +157,7 @@ def _spec(decision: Decision) -> dict:
         "runs": group.runs,
         "threads": group.threads,
         "overrides": list(group.overrides),
+        "inputs": list(group.inputs),
     }
 
 
@@ -219,13 +221,17 @@ def _restamp_group(decision: Decision, trees: Trees) -> None:
         restamp(path, group.source_hash, entry)
 
 
-def spec_overrides(spec_of: Callable[[RunRecord], TaskSpec]) -> Callable[[RunRecord], list[str]]:
-    """A record's probe overrides: its task's ``probe_overrides`` function (``spec_of`` finds the task's spec)
-    applied to the record's config; none when the task declares no function."""
+def spec_overrides(spec_of: Callable[[RunRecord], TaskSpec]) -> Callable[[RunRecord], dict[str, list[str]]]:
+    """A record's probe overrides, ``{"short": [...], "every": [...]}``: its task's ``probe_overrides`` function
+    (``spec_of`` finds the task's spec) applied to the record's config; a list it returns is the short fit's, a dict
+    may also name ``every`` (arguments of every part of the probe: stand-ins for another run's outputs, which the
+    schedule trace needs as well). None when the task declares no function."""
 
-    def overrides(record: RunRecord) -> list[str]:
+    def overrides(record: RunRecord) -> dict[str, list[str]]:
         dotted = spec_of(record).probe_overrides
-        return [str(arg) for arg in load_object(dotted)(record.config or {})] if dotted else []
+        given = load_object(dotted)(record.config or {}) if dotted else []
+        given = given if isinstance(given, dict) else {"short": given}
+        return {kind: [str(arg) for arg in given.get(kind, [])] for kind in ("short", "every")}
 
     return overrides
 
