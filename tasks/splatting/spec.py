@@ -118,11 +118,12 @@ MATRIX = StagedMatrixRow(
 
 
 def probe_overrides(config: dict) -> dict[str, list[str]]:
-    """The re-verification probe's inputs (``zoo.reverify``, for every part of the probe) of the router stage: its experts are stage-1 exports,
-    trained runs of their own, which a probe at an old commit cannot find (the stage-1 probes of another commit's
-    worker write theirs elsewhere). The probe reads three deterministic stand-in exports instead (the conformance
-    case's, written once under the cache folder), the same loading code path at both commits. The distilled row
-    reads the router stage's probe export, written earlier in the same worker (rows are probed in benchmark order)."""
+    """The re-verification probe's inputs (``zoo.reverify``; every part of the probe) of the router stage: its
+    experts are stage-1 exports, trained runs of their own, which a probe at an old commit cannot find (the stage-1
+    probes of another commit's worker write theirs elsewhere). The probe reads three deterministic stand-in exports
+    instead (the conformance case's, written once under the cache folder), the same loading code path at both
+    commits. The distilled row reads the router stage's probe export, written earlier in the same worker (rows are
+    probed in benchmark order)."""
     model = (config.get("model") or {}).get("init_args") or {}
     if "experts" not in model:
         return {}
