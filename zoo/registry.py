@@ -168,11 +168,13 @@ class TaskSpec:
         dense_twins: (MoE method, its dense twin) column pairs, compared on every dataset both ran in the first of
             ``metrics`` by ``zoo.leaderboard.compare``: the page's summary and the README's task table count better /
             tie / worse (``zoo.leaderboard.twins``).
-        probe_overrides: dotted path of ``fn(config) -> list[str]``: command-line overrides that the
-            re-verification probe's short fit (``zoo.reverify``) adds to a record's resolved ``config``, for runs
-            whose test cannot run on a few batches as configured (a continual sequence that must finish, a metric
-            that trains networks for thousands of iterations): smaller sizes of the same code path, never another
-            path. Both commits' probes take the same overrides; "" adds none.
+        probe_overrides: dotted path of ``fn(config)`` giving command-line overrides that the re-verification
+            probe (``zoo.reverify``) adds to a record's resolved ``config``, for runs whose test cannot run on a few
+            batches as configured (a continual sequence that must finish, a metric that trains networks for
+            thousands of iterations): smaller sizes of the same code path, never another path. It returns a list
+            (for the short fit only) or ``{"short": [...], "every": [...]}``, where "every" also reaches the
+            schedule trace (stand-ins for another run's outputs). Both commits' probes take the same overrides;
+            "" adds none.
         conformance: the tiny models (:class:`ConformanceCase`) that ``python -m zoo.conformance NAME`` trains for two
             steps, checks (step protocol, checkpoint round trip) and runs with every router of ``zoo.moe.ROUTERS``.
     """

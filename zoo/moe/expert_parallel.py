@@ -43,7 +43,6 @@ from zoo.moe.parallel_routing import (
     exchange_counts,
     global_aux_losses,
 )
-from zoo.moe.routers import broadcast_condition
 from zoo.moe.routing import MoEOutput, Routing
 
 
@@ -106,11 +105,7 @@ class ExpertParallelMoE(MoE):
         return self._group.group
 
     def forward(self, x: Tensor, condition: Tensor | None = None, valid: Tensor | None = None) -> MoEOutput:
-        lead = x.shape[:-1]
-        x2 = x.reshape(-1, self.dim)
-        valid2 = None if valid is None else valid.reshape(-1).bool()
-        if condition is not None:
-            condition = broadcast_condition(condition, lead)
+        lead, x2, condition, valid2 = self.flat_inputs(x, condition, valid)
         sync = RouterStateSync(self.router)
         sync.before()
         routing = self.router(x2, condition=condition, valid=valid2)

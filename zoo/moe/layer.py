@@ -105,12 +105,18 @@ class MoE(nn.Module):
             )
         self.aux_weights = check_aux_weights(aux_weights)
 
-    def forward(self, x: Tensor, condition: Tensor | None = None, valid: Tensor | None = None) -> MoEOutput:
+    def flat_inputs(
+        self, x: Tensor, condition: Tensor | None, valid: Tensor | None
+    ) -> tuple[tuple[int, ...], Tensor, Tensor | None, Tensor | None]:
+        """``x`` (..., dim) as token rows (N, dim), with its leading shape, condition and valid mask per row."""
         lead = x.shape[:-1]
-        x2 = x.reshape(-1, self.dim)
         valid2 = None if valid is None else valid.reshape(-1).bool()
         if condition is not None:
             condition = broadcast_condition(condition, lead)
+        return lead, x.reshape(-1, self.dim), condition, valid2
+
+    def forward(self, x: Tensor, condition: Tensor | None = None, valid: Tensor | None = None) -> MoEOutput:
+        lead, x2, condition, valid2 = self.flat_inputs(x, condition, valid)
         routing = self.router(x2, condition=condition, valid=valid2)
         if self.capacity_factor is not None:
             routing = apply_capacity(routing, self.capacity_factor)
