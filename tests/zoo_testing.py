@@ -82,3 +82,25 @@ class KillAtStep(pl.Callback):
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         if trainer.global_step == self.step:
             raise Killed
+
+
+def tiny_trained_run(task: str, case: str, root: Path, steps: int = 2, extra: tuple[str, ...] = ()) -> Path:
+    """A ``zoo fit`` run folder (``root/run``: saved config, checkpoints) of conformance case ``case`` of ``task``
+    (``TaskSpec.conformance``) trained for ``steps`` steps in this process; skips when its data is not here."""
+    from zoo.cli.lightning_cli import ZooCLI
+    from zoo.conformance_run import CaseSkipped, case_args, missing_requirement
+    from zoo.registry import get_task
+
+    spec = get_task(task)
+    found = [c for c in spec.conformance if c.name == case]
+    assert found, f"{task} has no conformance case {case!r}: {[c.name for c in spec.conformance]}"
+    reason = missing_requirement(found[0])
+    if reason:
+        pytest.skip(reason)
+    keep = ("--trainer.logger=false", "--trainer.enable_checkpointing=false")  # a predictable run folder keeps both
+    try:
+        args = [a for a in case_args(spec, found[0], root, "run", steps, None) if a not in keep]
+    except CaseSkipped as exc:
+        pytest.skip(str(exc))
+    ZooCLI(args=["fit", *args, *extra])
+    return root / "run"

@@ -14,8 +14,11 @@ HELP = """usage: zoo COMMAND [options]
 Train and reproduce Mixture-of-Experts methods from many fields.
 
 commands:
-  fit | validate | test | predict   LightningCLI: --config FILE [--key value ...]; `zoo fit --help` lists keys.
+  fit | validate | test             LightningCLI: --config FILE [--key value ...]; `zoo fit --help` lists keys.
                                     --task NAME uses the task's default config.  Resume: --ckpt_path last
+  predict RUN [--out DIR] [--data.init_args.path FILE] [--OPTION VALUE]
+                                    apply a trained run (its folder or a .ckpt) to its test data or yours: writes
+                                    the task's predictions and a picture into RUN/predictions/<stamp>
   list                              registered tasks (with load errors), their datasets, configs and routers
   reproduce TASK [--quick] [--only SUBSTRING] [--dry-run]
                                     run the task's benchmark rows (skipping recorded ones) and render
@@ -35,7 +38,7 @@ commands:
 environment: ZOO_DATA_DIR, ZOO_DATA_MIRROR (read-only dataset mirror), ZOO_CACHE_DIR (downloads, writable copies)
 """
 
-LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
+LIGHTNING_COMMANDS = ("fit", "validate", "test")
 # zoo's own benchmarks; every task adds its own through TaskSpec.benchmarks (zoo.registry.benchmarks)
 CORE_BENCHES = {"moe": "zoo.bench.moe:main"}
 
@@ -86,6 +89,10 @@ def _run(argv: list[str]) -> int:
         ZooCLI()
         _release_process_group()
         return 0
+    if command == "predict":
+        from zoo.cli.predict import predict_main
+
+        return predict_main(rest)
     if command == "list":
         from zoo.cli.list_cmd import list_tasks
 
