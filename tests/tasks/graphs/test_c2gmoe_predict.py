@@ -9,10 +9,10 @@ import shutil
 
 import numpy as np
 import pytest
+from zoo_testing import need_dataset, tiny_trained_run
 
 from zoo.api import load_run, predict
 from zoo.cli.main import main
-from zoo_testing import need_dataset, tiny_trained_run
 
 
 def read_predictions(folder):
@@ -60,7 +60,9 @@ def test_predict_on_the_users_own_planetoid_folder_equals_the_catalogue_graph(no
     out = tmp_path / "mine"
     assert main(["predict", str(node_run), "--data.init_args.path", str(mine), "--out", str(out)]) == 0
     catalogue = predict(load_run(node_run))
-    np.testing.assert_array_equal(probabilities(read_predictions(out)), catalogue.outputs["probabilities"].astype(float))
+    np.testing.assert_array_equal(
+        probabilities(read_predictions(out)), catalogue.outputs["probabilities"].astype(float)
+    )
 
 
 def test_every_graph_of_a_tu_dataset_gets_a_label(tmp_path):
