@@ -47,13 +47,14 @@ class TrainedRun:
     model: the LightningModule in eval mode, on the CPU, with the checkpoint's weights.
     datamodule: its LightningDataModule as configured (``setup`` not yet called), or with the overrides given.
     config: the resolved config it was trained with (a plain dict: model, data, trainer, seed_everything, ...).
-    checkpoint: the checkpoint file the weights come from; run_dir: the run folder (None for a lone checkpoint).
+    checkpoint: the checkpoint file the weights come from (None: a model that trains nothing, e.g. EdgeBank);
+    run_dir: the run folder.
     """
 
     model: Any
     datamodule: Any
     config: dict[str, Any]
-    checkpoint: Path
+    checkpoint: Path | None
     run_dir: Path | None
     overrides: tuple[str, ...] = field(default_factory=tuple)
 
@@ -74,7 +75,7 @@ def _saved_config(run_dir: Path) -> Path:
     return found[-1]
 
 
-def resolve_run(path: str | Path, checkpoint: str = "best") -> tuple[Path | None, Path, Path]:
+def resolve_run(path: str | Path, checkpoint: str = "best") -> tuple[Path | None, Path | None, Path]:
     """``(run_dir, checkpoint file, config file)`` for a run folder or a checkpoint inside one.
 
     checkpoint: ``best`` (the run's best checkpoint, else its last), ``last``, or a file (when ``path`` is a
@@ -91,9 +92,11 @@ def resolve_run(path: str | Path, checkpoint: str = "best") -> tuple[Path | None
             raise ConfigError(f"{path} is not inside a run folder's checkpoints/: its config cannot be found")
         return run, path, _saved_config(run)
     if checkpoint in ("best", "last"):
-        found = runs.run_checkpoint(path, checkpoint) or (
-            runs.run_checkpoint(path, "last") if checkpoint == "best" else None
-        )
+        found = runs.run_checkpoint(path, checkpoint)
+        if found is None and checkpoint == "best":  # a run whose module names no checkpoint monitor keeps only last
+            found = runs.run_checkpoint(path, "last")
+        if found is None and _trains_nothing(_saved_config(path)):
+            return path, None, _saved_config(path)  # a baseline fitted with 0 epochs (EdgeBank) keeps no weights
         if found is None:
             raise ConfigError(f"{path / runs.CHECKPOINTS} has no {checkpoint} checkpoint: train one with `zoo fit`")
     else:
@@ -101,6 +104,13 @@ def resolve_run(path: str | Path, checkpoint: str = "best") -> tuple[Path | None
         if not found.is_file():
             raise ConfigError(f"checkpoint {found} does not exist")
     return path, found, _saved_config(path)
+
+
+def _trains_nothing(config_file: Path) -> bool:
+    """Whether the run's model class declares ``trains_nothing`` (fitted with 0 epochs, nothing to checkpoint)."""
+    from zoo.cli.lightning_cli import _trains_nothing as declared
+
+    return declared((yaml.safe_load(config_file.read_text()) or {}).get("model"))
 
 
 def _fit_config(config_file: Path, folder: Path) -> tuple[Path, dict[str, Any]]:
@@ -165,10 +175,11 @@ def load_run(path: str | Path, checkpoint: str = "best", overrides: Sequence[str
     with tempfile.TemporaryDirectory(prefix="zoo-load-") as tmp:
         fit_config, saved = _fit_config(config_file, Path(tmp))
         cli = build(fit_config, overrides)
-    state = load_checkpoint(ckpt)["state_dict"]
     model = cli.model
-    check_state_dict({k: tuple(v.shape) for k, v in state.items() if hasattr(v, "shape")}, model, ckpt)
-    model.load_state_dict(state, strict=getattr(model, "strict_loading", True))
+    if ckpt is not None:
+        state = load_checkpoint(ckpt)["state_dict"]
+        check_state_dict({k: tuple(v.shape) for k, v in state.items() if hasattr(v, "shape")}, model, ckpt)
+        model.load_state_dict(state, strict=getattr(model, "strict_loading", True))
     model.to(torch.device("cpu")).eval()
     config = cli.config.as_dict() if hasattr(cli.config, "as_dict") else dict(cli.config)
     config = {**{k: v for k, v in config.items() if k in BUILD_KEYS}, "trainer": saved.get("trainer")}

@@ -81,7 +81,7 @@ def predict_main(argv: list[str]) -> int:
     prediction = predict(run, **kwargs)
     out = Path(own["out"]) if "out" in own else run.run_dir / "predictions" / time.strftime("%Y%m%d-%H%M%S")
     files = prediction.save(out)
-    print(f"zoo: predicted with {run.checkpoint}")
+    print(f"zoo: predicted with {run.checkpoint or 'a model that trains nothing (no checkpoint)'}")
     for line in prediction.summary:
         print(f"  {line}")
     print(f"zoo: wrote {len(files)} files to {out}:")
