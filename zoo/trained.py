@@ -160,6 +160,21 @@ def build(config_file: str | Path, overrides: Sequence[str] = ()) -> Any:
         return ZooCLI(args=["--config", str(config_file), *QUIET_TRAINER, *overrides], run=False)
 
 
+def _build_in_setup(trainer: Any, model: Any, datamodule: Any) -> None:
+    """Run the model's own ``setup`` with its trainer and datamodule attached (as ``trainer.fit`` / ``test`` do), for
+    a model that builds its layers there (the RL agents: their networks' sizes come from the environment); the
+    trainer is detached again: a loaded run holds none."""
+    import pytorch_lightning as pl
+
+    if type(model).setup is pl.LightningModule.setup:
+        return
+    trainer._data_connector.attach_data(model, datamodule=datamodule)
+    try:
+        model.setup("predict")
+    finally:
+        model.trainer = None
+
+
 def load_run(path: str | Path, checkpoint: str = "best", overrides: Sequence[str] = ()) -> TrainedRun:
     """Load a trained run from its folder (``runs/<config>/<stamp>``) or one of its ``.ckpt`` files.
 
@@ -178,6 +193,8 @@ def load_run(path: str | Path, checkpoint: str = "best", overrides: Sequence[str
     model = cli.model
     if ckpt is not None:
         state = load_checkpoint(ckpt)["state_dict"]
+        if set(state) - set(model.state_dict()):  # layers built in setup() from the environment's sizes
+            _build_in_setup(cli.trainer, model, cli.datamodule)
         check_state_dict({k: tuple(v.shape) for k, v in state.items() if hasattr(v, "shape")}, model, ckpt)
         model.load_state_dict(state, strict=getattr(model, "strict_loading", True))
     model.to(torch.device("cpu")).eval()

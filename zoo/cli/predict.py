@@ -51,7 +51,8 @@ def predictor_options(predictor, options: list[str]) -> dict:
     try:
         parsed = parser.parse_args(options)
     except Exception as exc:  # noqa: BLE001 - jsonargparse's ArgumentError: one line for the user
-        raise ConfigError(f"predictor options: {str(exc).splitlines()[0]}") from None
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        raise ConfigError(f"predictor options: {' '.join(lines[:3])}") from None
     return {k: v for k, v in parsed.as_dict().items() if k != "config"}
 
 
