@@ -71,8 +71,8 @@ def _record_cells(record: dict, comparison: dict) -> list[str]:
     ours = record.get("ours", {})
     dirty = " (dirty)" if ours.get("dirty") else ""
     where = f"ours {ours.get('commit', '?')[:10]}{dirty}, torch {ours.get('torch', '?')}"
-    items = len(comparison["items"])
-    compared = f"{comparison.get('compared', '')} (`{record['fixture']}`, {items} items; {where})"
+    n = len(comparison["items"])
+    compared = f"{comparison.get('compared', '')} (`{record['fixture']}`, {n} item{'s' * (n != 1)}; {where})"
     return [
         compared,
         f"{item['max_rel']:.1e} ({label})",

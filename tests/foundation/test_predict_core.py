@@ -59,3 +59,14 @@ def test_the_command_line_splits_into_own_options_overrides_and_predictor_option
     assert own == {"out": "o"}
     assert overrides == ["--data.init_args.path=my.csv", "--model.init_args.k=2"]
     assert options == ["--split", "val", "--flag"]
+
+
+def test_a_bool_option_given_alone_is_true():
+    from zoo.cli.predict import predictor_options
+
+    def predictor(run, last: bool = False, split: str = "test"):
+        """A predictor with a flag."""
+
+    assert predictor_options(predictor, ["--last"]) == {"last": True, "split": "test"}
+    assert predictor_options(predictor, ["--last", "--split", "val"]) == {"last": True, "split": "val"}
+    assert predictor_options(predictor, ["--last", "false"]) == {"last": False, "split": "test"}

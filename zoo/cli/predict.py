@@ -46,6 +46,17 @@ def predictor_options(predictor, options: list[str]) -> dict:
     """``options`` parsed against the predictor's keyword arguments (jsonargparse reads names, types, defaults)."""
     from jsonargparse import ArgumentParser
 
+    flags = {
+        f"--{name}" for name, p in inspect.signature(predictor).parameters.items() if p.annotation in (bool, "bool")
+    }
+    # a bool option given alone (`--last`) means true, as a flag does
+    options = [
+        part
+        for i, arg in enumerate(options)
+        for part in (
+            [arg, "true"] if arg in flags and (i + 1 == len(options) or options[i + 1].startswith("--")) else [arg]
+        )
+    ]
     parser = ArgumentParser(prog="zoo predict RUN", exit_on_error=False, description=inspect.getdoc(predictor))
     parser.add_function_arguments(predictor, skip={"run"}, as_group=False, fail_untyped=False)
     try:
