@@ -32,7 +32,8 @@ def read_metrics(folder) -> list[dict]:
 
 
 def fit_tiny(config: str, root, *overrides: str):
-    """A 2-step ``zoo fit`` of a MoE-GS config on the 1/16-resolution scene, in ``root/run``."""
+    """A 2-step ``zoo fit`` of a MoE-GS config on the 1/16-resolution scene, in ``root/run`` (skips without D-NeRF)."""
+    need_dataset("D-NeRF")
     args = [a for a in TRAINER if a not in ("--trainer.logger=false", "--trainer.enable_checkpointing=false")]
     config_path = get_task("moe_gs").config_path(config)
     ZooCLI(
