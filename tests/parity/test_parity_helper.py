@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-import sys
+import types
 
 import numpy as np
 import pytest
@@ -14,14 +14,15 @@ import torch
 @pytest.fixture
 def helper_module(parity, tmp_path, monkeypatch):
     """tests/parity/conftest.py as a module, with its fixture and record folders moved to tmp_path."""
-    module = sys.modules[type(parity).__module__]
-    monkeypatch.setattr(module, "FIXTURES", tmp_path / "fixtures")
-    monkeypatch.setattr(module, "RECORDS", tmp_path / "records")
-    monkeypatch.setattr(module, "_SESSION_RECORDS", {})
+    # the conftest's own globals: several folders have a conftest.py, so sys.modules["conftest"] may be another one
+    module = type(parity).load.__globals__
+    monkeypatch.setitem(module, "FIXTURES", tmp_path / "fixtures")
+    monkeypatch.setitem(module, "RECORDS", tmp_path / "records")
+    monkeypatch.setitem(module, "_SESSION_RECORDS", {})
     (tmp_path / "fixtures").mkdir()
     meta = json.dumps({"upstream": "owner/repo", "commit": "abc123", "call": "Model()(x)"})
     np.savez(tmp_path / "fixtures" / "toy.npz", meta=meta, outputs=np.ones(3), **{"grads/w": np.full((2, 2), 2.0)})
-    return module
+    return types.SimpleNamespace(**module)
 
 
 def test_npz_fixture_loads_nested_with_its_meta(helper_module):
