@@ -19,35 +19,20 @@ The discriminative and predictive scores are TensorFlow 1 (TimeGAN's GRUs) and a
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import scipy
 import torch
+from fixture_io import exporter_args
 
 CONFIG = {"channels": 2, "output_dims": 16, "hidden_dims": 8, "depth": 3, "batch": 4, "length": 12, "crop": 7,
           "windows": 24, "lr": 1e-3}  # fmt: skip
 SEED, DROPOUT_SEED = 0, 77
 
 
-def upstream_commit(path: Path, given: str | None) -> str:
-    if given:
-        return given
-    out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
-    if out.returncode:
-        raise SystemExit("pass --commit: the upstream checkout is not a git work tree")
-    return out.stdout.strip()
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--upstream", type=Path, required=True, help="checkout of Y-debug-sys/Diffusion-TS")
-    parser.add_argument("--commit", help="its commit (read with git when omitted)")
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    args = exporter_args(__doc__.splitlines()[0], "Y-debug-sys/Diffusion-TS")
     sys.path.insert(0, str(args.upstream))
     from Models.ts2vec.models.losses import hierarchical_contrastive_loss
     from Models.ts2vec.ts2vec import TS2Vec
@@ -88,7 +73,7 @@ def main() -> None:
     fixture = {
         "meta": {
             "upstream": "Y-debug-sys/Diffusion-TS",
-            "commit": upstream_commit(args.upstream, args.commit),
+            "commit": args.commit,
             "call": (
                 "Models/ts2vec/ts2vec.py TS2Vec(input_dims, device='cpu', output_dims, hidden_dims, depth, "
                 "batch_size=8, lr); torch.manual_seed(dropout_seed); out1 = _net(view1, mask=keep1)[:, -crop:]; "

@@ -19,13 +19,11 @@ draws the same numbers.
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
-from pathlib import Path
 
 import torch
 import torch_geometric
+from fixture_io import exporter_args
 from torch import nn
 from torch_geometric.nn import GCNConv
 
@@ -56,21 +54,8 @@ def random_graph(n: int, m: int, generator: torch.Generator) -> tuple[torch.Tens
     return edges, two.nonzero().T.contiguous()
 
 
-def upstream_commit(path: Path, given: str | None) -> str:
-    if given:
-        return given
-    out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
-    if out.returncode:
-        raise SystemExit("pass --commit: the upstream checkout is not a git work tree")
-    return out.stdout.strip()
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--upstream", type=Path, required=True, help="checkout of VITA-Group/Graph-Mixture-of-Experts")
-    parser.add_argument("--commit", help="its commit (read with git when omitted)")
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    args = exporter_args(__doc__.splitlines()[0], "VITA-Group/Graph-Mixture-of-Experts")
     sys.path.insert(0, str(args.upstream / "graphproppred"))
     from moe import MoE  # the reference layer (needs torch and numpy only)
 
@@ -129,7 +114,7 @@ def main() -> None:
     fixture = {
         "meta": {
             "upstream": "VITA-Group/Graph-Mixture-of-Experts",
-            "commit": upstream_commit(args.upstream, args.commit),
+            "commit": args.commit,
             "call": (
                 "graphproppred/moe.py MoE(in_dim, out_dim, num_experts, experts_conv=[PyG GCNConv x E], "
                 "experts_bn=[BatchNorm1d x E], noisy_gating=True, k, coef, num_experts_1hop) in train mode; "

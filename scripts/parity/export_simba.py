@@ -19,14 +19,12 @@ updated actor) are recovered as ``(atanh-free base sample - loc) / scale`` from 
 
 from __future__ import annotations
 
-import argparse
 import json
-import subprocess
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
+from fixture_io import exporter_args
 
 CONFIG = {
     "obs_dim": 5,
@@ -58,21 +56,8 @@ def flatten(tree, prefix: str) -> dict[str, np.ndarray]:
     return out
 
 
-def upstream_commit(path: Path, given: str | None) -> str:
-    if given:
-        return given
-    out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
-    if out.returncode:
-        raise SystemExit("pass --commit: the upstream checkout is not a git work tree")
-    return out.stdout.strip()
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--upstream", type=Path, required=True, help="checkout of SonyResearch/simba")
-    parser.add_argument("--commit", help="its commit (read with git when omitted)")
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    args = exporter_args(__doc__.splitlines()[0], "SonyResearch/simba")
     sys.path.insert(0, str(args.upstream))
     agents = types.ModuleType("scale_rl.agents")
     agents.__path__ = [str(args.upstream / "scale_rl" / "agents")]
@@ -168,7 +153,7 @@ def main() -> None:
     }
     meta = {
         "upstream": "SonyResearch/simba",
-        "commit": upstream_commit(args.upstream, args.commit),
+        "commit": args.commit,
         "call": (
             "scale_rl/agents/sac/sac_agent.py: rng, actor, critic, target_critic, temperature = "
             "_init_sac_networks(obs_dim, act_dim, SACConfig(residual blocks, critic_use_cdq=True, ...)); "

@@ -15,13 +15,11 @@ Needs jax (CPU) only; the reference's other dependencies (sbx, stable-baselines3
 
 from __future__ import annotations
 
-import argparse
 import json
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
+from fixture_io import exporter_args
 
 CASES = {
     "tall": {"tokens": 24, "experts": 3, "hidden": 4, "top_k": 2},
@@ -30,21 +28,8 @@ CASES = {
 SEED = 0
 
 
-def upstream_commit(path: Path, given: str | None) -> str:
-    if given:
-        return given
-    out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
-    if out.returncode:
-        raise SystemExit("pass --commit: the upstream checkout is not a git work tree")
-    return out.stdout.strip()
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--upstream", type=Path, required=True, help="checkout of sphere-rl/sphere")
-    parser.add_argument("--commit", help="its commit (read with git when omitted)")
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    args = exporter_args(__doc__.splitlines()[0], "sphere-rl/sphere")
     sys.path.insert(0, str(args.upstream / "src" / "algorithms" / "moe"))
     import jax
     import jax.numpy as jnp
@@ -85,7 +70,7 @@ def main() -> None:
         )
     meta = {
         "upstream": "sphere-rl/sphere",
-        "commit": upstream_commit(args.upstream, args.commit),
+        "commit": args.commit,
         "call": (
             "src/algorithms/moe/sphere.py: sphere_feature_loss((probs[..., None] * feats).reshape(T, E * H)) and "
             "sphere_output_loss(probs[None, ...]) (as moe_ppo.py calls them), with jax.value_and_grad w.r.t. probs, "

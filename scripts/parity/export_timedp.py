@@ -24,28 +24,17 @@ read (``v_posterior`` 0, eps parameterisation), so no denoiser or autoencoder is
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
 import types
-from pathlib import Path
 
 import torch
+from fixture_io import exporter_args
 from torch import nn
 
 PROMPT = {"batch": 6, "channels": 2, "window": 16, "dim": 8, "num_latents": 6, "latent_dim": 8}
 PAM = {"batch": 3, "tokens": 5, "query_dim": 16, "heads": 2, "dim_head": 8}
 SCHEDULES = {"linear": {"timesteps": 200, "linear_start": 5e-4, "linear_end": 0.1}, "cosine": {"timesteps": 200}}
 SEED, LR, SGD_LR = 0, 1e-2, 0.1
-
-
-def upstream_commit(path: Path, given: str | None) -> str:
-    if given:
-        return given
-    out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
-    if out.returncode:
-        raise SystemExit("pass --commit: the upstream checkout is not a git work tree")
-    return out.stdout.strip()
 
 
 def step(module: nn.Module, objective: torch.Tensor, optimizer_cls, lr: float) -> dict[str, torch.Tensor]:
@@ -143,11 +132,7 @@ def export_schedules(ddpm_cls, gen: torch.Generator) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--upstream", type=Path, required=True, help="checkout of microsoft/TimeCraft")
-    parser.add_argument("--commit", help="its commit (read with git when omitted)")
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    args = exporter_args(__doc__.splitlines()[0], "microsoft/TimeCraft")
     sys.path.insert(0, str(args.upstream / "TimeDP"))
     sys.modules["pytorch_lightning.utilities.distributed"] = types.SimpleNamespace(rank_zero_only=lambda f: f)
     import ldm.modules.attention as attention
@@ -160,7 +145,7 @@ def main() -> None:
     fixture = {
         "meta": {
             "upstream": "microsoft/TimeCraft",
-            "commit": upstream_commit(args.upstream, args.commit),
+            "commit": args.commit,
             "call": (
                 "TimeDP/ldm/modules/encoders/modules.py DomainUnifiedPrototyper(dim, window, num_latents, "
                 "num_channels, latent_dim, bn=True)(x) -> (latents, m), train mode, objective sum(m * R), SGD(sgd_lr); "

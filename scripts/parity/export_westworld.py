@@ -20,13 +20,12 @@ difference. Objective: ``sum(y2 * R1) + sum(cls2 * R2)`` after both layers; one 
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
 import types
 from pathlib import Path
 
 import torch
+from fixture_io import exporter_args
 from torch import nn
 
 CONFIG = {"h_dim": 16, "sequences": 6, "time": 5, "num_experts": 3, "state_size": 8, "struct_dim": 18}
@@ -57,21 +56,8 @@ def stub_modules(upstream: Path) -> None:
     sys.modules["models.base_model.base_model_westworld"] = base
 
 
-def upstream_commit(path: Path, given: str | None) -> str:
-    if given:
-        return given
-    out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
-    if out.returncode:
-        raise SystemExit("pass --commit: the upstream checkout is not a git work tree")
-    return out.stdout.strip()
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--upstream", type=Path, required=True, help="checkout of 511205787/WestWorld")
-    parser.add_argument("--commit", help="its commit (read with git when omitted)")
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    args = exporter_args(__doc__.splitlines()[0], "511205787/WestWorld")
     sys.path.insert(0, str(args.upstream))
     stub_modules(args.upstream)
     from models.WestWorld.westworld import StructurePositionalEmbedding, Sys_MoE_Layer
@@ -119,7 +105,7 @@ def main() -> None:
     fixture = {
         "meta": {
             "upstream": "511205787/WestWorld",
-            "commit": upstream_commit(args.upstream, args.commit),
+            "commit": args.commit,
             "call": (
                 "models/WestWorld/westworld.py: layers = [Sys_MoE_Layer(h_dim, {state_size, num_experts}) x 2] "
                 "(mamba_ssm.Mamba stubbed by mambapy MambaBlock); gate biases zeroed; y1, cls1 = layers[0](x); "

@@ -14,12 +14,13 @@ import torch
 MAX_BYTES = 300_000  # fixtures are committed: keep each small
 
 
-def exporter_args(description: str) -> argparse.Namespace:
-    """``--upstream PATH`` (a checkout of the upstream repository), ``--commit SHA`` (needed when PATH is an
-    exported tree without .git) and ``--out FILE``; PATH goes first on sys.path so its modules import."""
+def exporter_args(description: str, repo: str = "the upstream repository") -> argparse.Namespace:
+    """``--upstream PATH`` (a checkout of ``repo``), ``--commit SHA`` (needed when PATH is an exported tree without
+    .git; read with git otherwise) and ``--out FILE``. Each exporter puts the folder of PATH it imports from on
+    sys.path itself."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--upstream", type=Path, required=True)
-    parser.add_argument("--commit", default=None)
+    parser.add_argument("--upstream", type=Path, required=True, help=f"checkout of {repo}")
+    parser.add_argument("--commit", default=None, help="its commit (read with git when omitted)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     args.upstream = args.upstream.resolve()
