@@ -4,6 +4,7 @@ several folders have a ``conftest.py`` and whichever pytest imported first would
 
 from __future__ import annotations
 
+import csv
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,28 @@ def tiny_trained_run(task: str, case: str, root: Path, steps: int = 2, extra: tu
         pytest.skip(str(exc))
     ZooCLI(args=["fit", *args, *extra])
     return root / "run"
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a CSV file a command wrote (``zoo predict``'s tables), as dicts of strings."""
+    with Path(path).open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def video_frames(path: Path):
+    """The frames of a GIF (or MP4) a command wrote, as an (F, H, W, 3) uint8 array."""
+    import numpy as np
+
+    path = Path(path)
+    if path.suffix == ".mp4":
+        import imageio.v2 as imageio
+
+        return np.stack(imageio.mimread(path))
+    from PIL import Image
+
+    with Image.open(path) as gif:
+        frames = []
+        for i in range(gif.n_frames):
+            gif.seek(i)
+            frames.append(np.asarray(gif.convert("RGB")))
+    return np.stack(frames)

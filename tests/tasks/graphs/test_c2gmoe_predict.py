@@ -4,20 +4,18 @@ load -> predict round trip equal to the files the command wrote."""
 
 from __future__ import annotations
 
-import csv
 import shutil
 
 import numpy as np
 import pytest
-from zoo_testing import need_dataset, tiny_trained_run
+from zoo_testing import csv_rows, need_dataset, tiny_trained_run
 
 from zoo.api import load_run, predict
 from zoo.cli.main import main
 
 
 def read_predictions(folder):
-    with (folder / "predictions.csv").open() as fh:
-        return list(csv.DictReader(fh))
+    return csv_rows(folder / "predictions.csv")
 
 
 def probabilities(rows) -> np.ndarray:

@@ -5,23 +5,17 @@ Python API's load -> predict round trip equal to the files the command wrote."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from zoo_testing import need_dataset, tiny_trained_run
+from zoo_testing import csv_rows, need_dataset, tiny_trained_run
 
 from zoo.api import load_run, predict
 from zoo.cli.main import main
 
 BATCH = 16  # the conformance case's data.eval_batch_size
-
-
-def read_links(path):
-    with path.open() as fh:
-        return list(csv.DictReader(fh))
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +35,7 @@ def test_test_events_alternate_with_their_negatives_and_get_probabilities(run_di
     out = run_dir / "predictions" / "cli"
     assert main(["predict", str(run_dir), "--limit", str(2 * BATCH), "--out", str(out)]) == 0
     assert f"wrote 2 files to {out}" in capsys.readouterr().out
-    rows = read_links(out / "links.csv")
+    rows = csv_rows(out / "links.csv")
     assert list(rows[0]) == ["source", "destination", "time", "probability", "label"]
     assert [int(r["label"]) for r in rows] == [1, 0] * 2 * BATCH
     test, n = trained.datamodule.split.test, 2 * BATCH
@@ -67,7 +61,7 @@ def test_the_api_round_trip_equals_the_files_zoo_predict_wrote(run_dir):
     options = ["--split", "new_node_test", "--negatives", "historical", "--limit", str(BATCH)]
     assert main(["predict", str(run_dir), *options, "--out", str(out)]) == 0
     prediction = predict(load_run(run_dir), split="new_node_test", negatives="historical", limit=BATCH)
-    rows = read_links(out / "links.csv")
+    rows = csv_rows(out / "links.csv")
     np.testing.assert_array_equal([int(r["source"]) for r in rows], prediction.outputs["source"])
     np.testing.assert_array_equal([float(r["probability"]) for r in rows], prediction.outputs["probability"])
 
@@ -86,7 +80,7 @@ def test_a_users_query_file_is_scored_with_the_history_before_each_query(run_dir
     mine = write_queries(tmp_path / "queries.csv", test.src[:BATCH], test.dst[:BATCH], test.ts[:BATCH])
     out = tmp_path / "mine"
     assert main(["predict", str(run_dir), "--queries", str(mine), "--out", str(out)]) == 0
-    rows = read_links(out / "links.csv")
+    rows = csv_rows(out / "links.csv")
     assert list(rows[0]) == ["source", "destination", "time", "probability"]  # no labels given, none written
     protocol = predict(trained, limit=BATCH).outputs["probability"][0::2]
     np.testing.assert_array_equal([float(r["probability"]) for r in rows], protocol)
@@ -140,5 +134,5 @@ def test_zoo_predict_takes_an_edgebank_run_folder_without_a_checkpoint(tmp_path,
     out = tmp_path / "edgebank"
     assert main(["predict", str(tmp_path / "run"), "--limit", str(BATCH), "--out", str(out)]) == 0
     assert "a model that trains nothing" in capsys.readouterr().out
-    rows = read_links(out / "links.csv")
+    rows = csv_rows(out / "links.csv")
     assert len(rows) == 2 * BATCH and {float(r["probability"]) for r in rows} <= {0.0, 1.0}

@@ -5,13 +5,11 @@ load -> predict round trip equal to the files the command wrote."""
 
 from __future__ import annotations
 
-import csv
-
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from zoo_testing import tiny_trained_run
+from zoo_testing import csv_rows, tiny_trained_run
 
 from zoo.api import load_run, predict
 from zoo.cli.main import main
@@ -21,11 +19,6 @@ TINY = (
     *("--model.init_args.num_heads=2", "--model.init_args.slot_dim=8", "--model.init_args.rank=2"),
     *("--model.init_args.plot_bags=0", "--data.init_args.batch_size=4"),
 )
-
-
-def read(path):
-    with path.open() as fh:
-        return list(csv.DictReader(fh))
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +51,7 @@ def test_each_test_bag_gets_a_label_and_each_instance_its_attention_weight(musk_
     run = load_run(musk_run)
     run.datamodule.setup("test")
     bags = run.datamodule.bags
-    rows = read(out / "predictions.csv")
+    rows = csv_rows(out / "predictions.csv")
     assert [int(r["bag"]) for r in rows] == list(run.datamodule.test_idx)
     assert [r["bag_id"] for r in rows] == [bags.names[i] for i in run.datamodule.test_idx]
     p = np.array([[float(r["p_0"]), float(r["p_1"])] for r in rows])
@@ -86,7 +79,7 @@ def test_the_api_round_trip_equals_the_files_zoo_predict_wrote(musk_run):
     out = musk_run / "predictions" / "round-trip"
     assert main(["predict", str(musk_run), "--split", "train", "--out", str(out)]) == 0
     prediction = predict(load_run(musk_run), split="train")
-    rows = read(out / "predictions.csv")
+    rows = csv_rows(out / "predictions.csv")
     np.testing.assert_array_equal([int(r["bag"]) for r in rows], prediction.outputs["bag"])
     np.testing.assert_array_equal([float(r["p_1"]) for r in rows], prediction.outputs["probabilities"][:, 1])
     weights = pd.read_csv(out / "instances.csv")["weight"].to_numpy()
@@ -108,7 +101,7 @@ def test_the_users_own_bag_csv_is_predicted_like_the_catalogue_bags(musk_run, tm
     out = tmp_path / "mine"
     args = ["--data.init_args.path", str(mine), "--split", "all", "--out", str(out)]
     assert main(["predict", str(musk_run), *args]) == 0
-    rows = read(out / "predictions.csv")
+    rows = csv_rows(out / "predictions.csv")
     assert [r["bag_id"] for r in rows] == bags.names
     catalogue = predict(load_run(musk_run), split="all")
     np.testing.assert_allclose([float(r["p_1"]) for r in rows], catalogue.outputs["probabilities"][:, 1], atol=1e-6)
@@ -117,7 +110,7 @@ def test_the_users_own_bag_csv_is_predicted_like_the_catalogue_bags(musk_run, tm
 def test_digit_bags_get_dsmil_weights_instance_logits_digits_and_their_images(digits_run):
     out = digits_run / "predictions" / "val"
     assert main(["predict", str(digits_run), "--split", "val", "--pictured_bags", "3", "--out", str(out)]) == 0
-    assert len(read(out / "predictions.csv")) == 20  # digits.yaml's validation bags
+    assert len(csv_rows(out / "predictions.csv")) == 20  # digits.yaml's validation bags
     instances = pd.read_csv(out / "instances.csv")
     assert list(instances.columns) == ["bag", "bag_id", "instance", "weight", "instance_logit", "instance_label"]
     assert set(instances["instance_label"]) <= set(range(10))

@@ -4,36 +4,14 @@ evaluation episodes, and the Python API's load -> predict round trip equals the 
 
 from __future__ import annotations
 
-import csv
-
 import numpy as np
 import pytest
-from PIL import Image
-from zoo_testing import tiny_trained_run
+from zoo_testing import csv_rows, tiny_trained_run, video_frames
 
 from zoo.api import load_run, predict
 from zoo.cli.main import main
 
 ACTION_REPEAT = 2  # the conformance case's cartpole-swingup: DMC rewards in [0, 1] per control step, summed
-
-
-def read(path):
-    with path.open() as fh:
-        return list(csv.DictReader(fh))
-
-
-def video_frames(path) -> np.ndarray:
-    """The frames of the GIF (or MP4) written, as (F, H, W, 3) uint8."""
-    if path.suffix == ".mp4":
-        import imageio.v2 as imageio
-
-        return np.stack(imageio.mimread(path))
-    with Image.open(path) as gif:
-        frames = []
-        for i in range(gif.n_frames):
-            gif.seek(i)
-            frames.append(np.asarray(gif.convert("RGB")))
-    return np.stack(frames)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +27,7 @@ def written(sac_run):
 
 
 def test_zoo_predict_writes_episodes_their_steps_and_a_video_of_the_first(written):
-    episodes, steps = read(written / "episodes.csv"), read(written / "trajectory.csv")
+    episodes, steps = csv_rows(written / "episodes.csv"), csv_rows(written / "trajectory.csv")
     assert [(int(e["episode"]), int(e["length"]), e["end"]) for e in episodes] == [
         (0, 6, "max_steps"),
         (1, 6, "max_steps"),
@@ -78,9 +56,9 @@ def test_an_episode_is_the_agents_own_evaluation_episode(sac_run):
 
 def test_the_api_round_trip_equals_the_files_zoo_predict_wrote(sac_run, written):
     prediction = predict(load_run(sac_run), episodes=2, max_steps=6)
-    steps = read(written / "trajectory.csv")
+    steps = csv_rows(written / "trajectory.csv")
     np.testing.assert_allclose(
-        prediction.outputs["returns"], [float(e["return"]) for e in read(written / "episodes.csv")]
+        prediction.outputs["returns"], [float(e["return"]) for e in csv_rows(written / "episodes.csv")]
     )
     np.testing.assert_allclose(np.concatenate(prediction.outputs["rewards"]), [float(s["reward"]) for s in steps])
     np.testing.assert_allclose(

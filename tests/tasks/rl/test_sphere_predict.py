@@ -4,34 +4,14 @@ evaluation protocol, and the Python API's load -> predict round trip equals the 
 
 from __future__ import annotations
 
-import csv
 from functools import partial
 
 import numpy as np
 import pytest
-from PIL import Image
-from zoo_testing import tiny_trained_run
+from zoo_testing import csv_rows, tiny_trained_run, video_frames
 
 from zoo.api import load_run, predict
 from zoo.cli.main import main
-
-
-def read(path):
-    with path.open() as fh:
-        return list(csv.DictReader(fh))
-
-
-def video_frames(path) -> np.ndarray:
-    if path.suffix == ".mp4":
-        import imageio.v2 as imageio
-
-        return np.stack(imageio.mimread(path))
-    with Image.open(path) as gif:
-        frames = []
-        for i in range(gif.n_frames):
-            gif.seek(i)
-            frames.append(np.asarray(gif.convert("RGB")))
-    return np.stack(frames)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +27,7 @@ def written(sphere_run):
 
 
 def test_zoo_predict_writes_success_and_return_per_episode_and_a_video(written):
-    episodes, steps = read(written / "episodes.csv"), read(written / "trajectory.csv")
+    episodes, steps = csv_rows(written / "episodes.csv"), csv_rows(written / "trajectory.csv")
     # the case's sequence is [faucet-close], seed_everything 0: held-out evaluation goals 0 * 1000 + 500 + k
     assert [(e["task"], int(e["episode"]), int(e["goal_seed"])) for e in episodes] == [
         ("faucet-close", 0, 500),
@@ -81,7 +61,7 @@ def test_an_episode_is_the_runs_own_evaluation_episode(sphere_run):
 
 def test_the_api_round_trip_equals_the_files_zoo_predict_wrote(sphere_run, written):
     prediction = predict(load_run(sphere_run), episodes=2, max_steps=5, tasks=["faucet-close-v3"])
-    episodes, steps = read(written / "episodes.csv"), read(written / "trajectory.csv")
+    episodes, steps = csv_rows(written / "episodes.csv"), csv_rows(written / "trajectory.csv")
     assert prediction.outputs["tasks"] == ["faucet-close"]
     np.testing.assert_allclose(prediction.outputs["returns"][0], [float(e["return"]) for e in episodes])
     np.testing.assert_array_equal(prediction.outputs["success"][0], [int(e["success"]) for e in episodes])

@@ -5,14 +5,13 @@ stage-1 expert and distilled student predicting the same way."""
 
 from __future__ import annotations
 
-import csv
 import shutil
 
 import numpy as np
 import pytest
 import torch
 from PIL import Image
-from zoo_testing import need_dataset, tiny_trained_run
+from zoo_testing import csv_rows, need_dataset, tiny_trained_run
 
 from zoo.api import load_run, predict
 from zoo.cli.lightning_cli import ZooCLI
@@ -27,8 +26,7 @@ VIDEO = f"sequence.{video_format()}"
 
 
 def read_metrics(folder) -> list[dict]:
-    with (folder / "metrics.csv").open() as fh:
-        return list(csv.DictReader(fh))
+    return csv_rows(folder / "metrics.csv")
 
 
 def fit_tiny(config: str, root, *overrides: str):

@@ -10,7 +10,7 @@ import csv
 import numpy as np
 import pytest
 import torch
-from zoo_testing import need_dataset, quiet_trainer, tiny_trained_run
+from zoo_testing import csv_rows, need_dataset, quiet_trainer, tiny_trained_run
 
 from zoo.api import load_run, predict
 from zoo.cli.main import main
@@ -21,8 +21,7 @@ TRAIN_ROWS = 8640
 
 
 def read_rows(folder):
-    with (folder / "forecasts.csv").open() as fh:
-        return list(csv.DictReader(fh))
+    return csv_rows(folder / "forecasts.csv")
 
 
 def read_etth1():

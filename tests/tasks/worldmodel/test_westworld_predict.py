@@ -4,21 +4,14 @@ Python API's load -> predict round trip equals the file the command wrote."""
 
 from __future__ import annotations
 
-import csv
-
 import numpy as np
 import pytest
-from zoo_testing import tiny_trained_run
+from zoo_testing import csv_rows, tiny_trained_run
 
 from zoo.api import load_run, predict
 from zoo.cli.main import main
 
 PREFIX, EPISODE_LEN, ROBOT = 3, 10, "dmc_cartpole"  # the conformance case's windows and robot
-
-
-def read(path):
-    with path.open() as fh:
-        return list(csv.DictReader(fh))
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +30,7 @@ def written(ww_run):
 
 
 def test_zoo_predict_writes_rollouts_beside_the_test_data_and_a_plot(ww_run, written):
-    rows = read(written / "rollouts.csv")
+    rows = csv_rows(written / "rollouts.csv")
     assert list(rows[0]) == ["robot", "start", "step", "dim", "predicted", "true"]
     dm = load_run(ww_run).datamodule
     dm.setup("test")
@@ -64,7 +57,7 @@ def test_the_rollouts_are_open_loop(ww_run):
 
 def test_the_api_round_trip_equals_the_file_zoo_predict_wrote(ww_run, written):
     prediction = predict(load_run(ww_run), starts=2, horizon=EPISODE_LEN - PREFIX)
-    rows = read(written / "rollouts.csv")
+    rows = csv_rows(written / "rollouts.csv")
     pred = prediction.outputs["predicted"][ROBOT]  # (starts, horizon, Do)
     assert pred.shape[:2] == (2, EPISODE_LEN - PREFIX)
     expected = [pred[int(r["start"]), int(r["step"]) - PREFIX, int(r["dim"])] for r in rows]
