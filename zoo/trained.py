@@ -95,10 +95,10 @@ def resolve_run(path: str | Path, checkpoint: str = "best") -> tuple[Path | None
         found = runs.run_checkpoint(path, checkpoint)
         if found is None and checkpoint == "best":  # a run whose module names no checkpoint monitor keeps only last
             found = runs.run_checkpoint(path, "last")
-        if found is None and _trains_nothing(_saved_config(path)):
-            return path, None, _saved_config(path)  # a baseline fitted with 0 epochs (EdgeBank) keeps no weights
-        if found is None:
+        config_file = _saved_config(path)
+        if found is None and not _trains_nothing(config_file):
             raise ConfigError(f"{path / runs.CHECKPOINTS} has no {checkpoint} checkpoint: train one with `zoo fit`")
+        return path, found, config_file  # found None: a baseline fitted with 0 epochs (EdgeBank) keeps no weights
     else:
         found = Path(checkpoint)
         if not found.is_file():
@@ -106,11 +106,19 @@ def resolve_run(path: str | Path, checkpoint: str = "best") -> tuple[Path | None
     return path, found, _saved_config(path)
 
 
+def saved_model_class(config_file: Path) -> str:
+    """The model ``class_path`` of a run's saved config."""
+    try:
+        return str(yaml.safe_load(config_file.read_text())["model"]["class_path"])
+    except (yaml.YAMLError, TypeError, KeyError):
+        raise ConfigError(f"{config_file} is not a zoo fit config (it names no model class_path)") from None
+
+
 def _trains_nothing(config_file: Path) -> bool:
     """Whether the run's model class declares ``trains_nothing`` (fitted with 0 epochs, nothing to checkpoint)."""
     from zoo.cli.lightning_cli import _trains_nothing as declared
 
-    return declared((yaml.safe_load(config_file.read_text()) or {}).get("model"))
+    return declared({"class_path": saved_model_class(config_file)})
 
 
 def _fit_config(config_file: Path, folder: Path) -> tuple[Path, dict[str, Any]]:

@@ -42,10 +42,17 @@ def split_args(argv: list[str]) -> tuple[dict[str, str], list[str], list[str]]:
     return own, overrides, options
 
 
-def predictor_options(predictor, options: list[str]) -> dict:
-    """``options`` parsed against the predictor's keyword arguments (jsonargparse reads names, types, defaults)."""
+def predictor_parser(predictor, prog: str = "zoo predict RUN"):
+    """A jsonargparse parser of the predictor's keyword arguments (names, types, defaults, docstring)."""
     from jsonargparse import ArgumentParser
 
+    parser = ArgumentParser(prog=prog, exit_on_error=False, description=inspect.getdoc(predictor))
+    parser.add_function_arguments(predictor, skip={"run"}, as_group=False, fail_untyped=False)
+    return parser
+
+
+def predictor_options(predictor, options: list[str]) -> dict:
+    """``options`` parsed against the predictor's keyword arguments (jsonargparse reads names, types, defaults)."""
     flags = {
         f"--{name}" for name, p in inspect.signature(predictor).parameters.items() if p.annotation in (bool, "bool")
     }
@@ -57,10 +64,8 @@ def predictor_options(predictor, options: list[str]) -> dict:
             [arg, "true"] if arg in flags and (i + 1 == len(options) or options[i + 1].startswith("--")) else [arg]
         )
     ]
-    parser = ArgumentParser(prog="zoo predict RUN", exit_on_error=False, description=inspect.getdoc(predictor))
-    parser.add_function_arguments(predictor, skip={"run"}, as_group=False, fail_untyped=False)
     try:
-        parsed = parser.parse_args(options)
+        parsed = predictor_parser(predictor).parse_args(options)
     except Exception as exc:  # noqa: BLE001 - jsonargparse's ArgumentError: one line for the user
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         raise ConfigError(f"predictor options: {' '.join(lines[:3])}") from None
@@ -73,23 +78,17 @@ def predict_main(argv: list[str]) -> int:
         return 0
     from zoo.cli.quiet import quiet_third_party
     from zoo.predict import find_predictor, predict
-    from zoo.trained import load_run, resolve_run
+    from zoo.trained import load_run, resolve_run, saved_model_class
 
     quiet_third_party()
     own, overrides, options = split_args(argv[1:])
+    _, _, config_file = resolve_run(argv[0], own.get("checkpoint", "best"))
+    predictor = find_predictor(saved_model_class(config_file))
     if "--help" in options or "-h" in options:
-        run_dir, _, config_file = resolve_run(argv[0], own.get("checkpoint", "best"))
-        import yaml
-
-        model_class = yaml.safe_load(config_file.read_text())["model"]["class_path"]
-        from jsonargparse import ArgumentParser
-
-        parser = ArgumentParser(prog=f"zoo predict {argv[0]}")
-        parser.add_function_arguments(find_predictor(model_class), skip={"run"}, as_group=False, fail_untyped=False)
-        parser.print_help()
+        predictor_parser(predictor, prog=f"zoo predict {argv[0]}").print_help()
         return 0
+    kwargs = predictor_options(predictor, options)  # a wrong option is refused before the model is loaded
     run = load_run(argv[0], own.get("checkpoint", "best"), overrides)
-    kwargs = predictor_options(find_predictor(run.model_class), options)
     prediction = predict(run, **kwargs)
     out = Path(own["out"]) if "out" in own else run.run_dir / "predictions" / time.strftime("%Y%m%d-%H%M%S")
     files = prediction.save(out)
