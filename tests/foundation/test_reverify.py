@@ -300,6 +300,58 @@ def test_a_change_to_another_folds_split_is_caught_by_the_split_hashes(clone, tm
     assert decision.reason == "probes differ at splits[1][2]", decision.reason
 
 
+def rename_helper(repo: Path, old: str, new: str) -> None:
+    edit(repo, "tasks/probe_toy/model.py", old, new)
+
+
+@pytest.mark.slow
+def test_a_second_refactor_probes_only_head_and_uses_the_base_probe_the_records_remember(clone, tmp_path, probes):
+    rename_helper(clone, "_lr_factor", "_factor_at_epoch")
+    first = reverify_after(clone, tmp_path / "a", probes, "refactor 1")
+    assert first.status == RESTAMP and first.remembered is None, "records never verified remember no probe"
+    rename_helper(clone, "_factor_at_epoch", "_lr_factor_at")
+    git(clone, "commit", "-qam", "refactor 2")
+
+    (decision,) = (run_plan := plan("probe_toy", records(clone), clone, work=tmp_path / "b")).decisions
+    assert decision.remembered == first.probe_hash
+    execute(run_plan, say=lambda line: None, known=probes)
+
+    assert decision.status == RESTAMP, decision.reason
+    assert [w.commit for w in run_plan.workers] == [git(clone, "rev-parse", "HEAD")], "only HEAD was probed"
+    for _, record in records(clone):
+        assert record.verified[-1]["base_probe"] == "remembered" and record.verified[-1]["worker"]
+        assert record.verified[-1]["probe_hash"] == first.probe_hash
+
+
+@pytest.mark.slow
+def test_a_change_after_a_remembered_probe_is_still_caught_and_explained_by_probing_the_base(clone, tmp_path, probes):
+    rename_helper(clone, "_lr_factor", "_factor_at_epoch")
+    assert reverify_after(clone, tmp_path / "a", probes, "refactor").status == RESTAMP
+    edit(clone, "tasks/probe_toy/metrics.py", ".float().mean()", ".float().sum() / (y.numel() + 1)")
+
+    decision = reverify_after(clone, tmp_path / "b", probes, "metric")
+
+    assert decision.remembered and decision.base_probed, "HEAD differed from the remembered probe: base re-probed"
+    assert decision.status == STALE
+    assert decision.reason.startswith("probes differ at short.") and decision.reason.endswith("/acc"), decision.reason
+
+
+@pytest.mark.slow
+def test_a_probe_remembered_from_another_cpu_kind_or_probe_worker_is_not_used(clone, tmp_path, probes):
+    rename_helper(clone, "_lr_factor", "_factor_at_epoch")
+    assert reverify_after(clone, tmp_path / "a", probes, "refactor").status == RESTAMP
+    rename_helper(clone, "_factor_at_epoch", "_lr_factor_at")
+    git(clone, "commit", "-qam", "refactor 2")
+    pairs = records(clone)
+    assert plan("probe_toy", pairs, clone, work=tmp_path / "b").decisions[0].remembered
+
+    for change in ({"machine": {"cpu_id": "family 6 model 85 stepping 7"}}, {"worker": "0" * 16}, {"threads": 2}):
+        for _, record in pairs:
+            record.verified[-1] = {**record.verified[-1], **change}
+        assert plan("probe_toy", pairs, clone, work=tmp_path / "c").decisions[0].remembered is None, change
+        pairs = records(clone)
+
+
 @pytest.mark.slow
 def test_uncommitted_code_and_records_of_unknown_code_are_not_probed(clone, tmp_path):
     edit(clone, "tasks/probe_toy/metrics.py", "def accuracy", "def accuracy  ")

@@ -11,7 +11,9 @@ logged scalars and batch; every parameter and optimiser state after them), valid
 the whole run without training, every learning rate recorded) and callback settings; and a hash of the data
 module after ``setup`` for every (seed, fold) of the group. Equal probe hashes re-stamp the records (``restamp``:
 same numbers, new source hash, one more ``verified`` link); anything else, a failure included, leaves them stale
-for ``zoo reproduce --rerun-stale`` to re-run.
+for ``zoo reproduce --rerun-stale`` to re-run. A group whose records remember their last re-verification's probe
+(``remembered``: same code, probe worker, threads, CPU kind and versions) is probed at HEAD only, and at its base
+commit only when HEAD's probe differs, which halves the cost of re-verifying after a refactor.
 
 **Groups** (``groups``). One probe answers for the stale records of one task that share the source hash, the torch
 thread count and the resolved config except the seed, the fold and the run folder. Why such a group cannot hide a

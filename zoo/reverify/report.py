@@ -33,13 +33,15 @@ def plan_lines(run_plan: Plan) -> list[str]:
         "other settings than their row's now)"
     ]
     if probed:
-        bases = len(run_plan.bases())
+        bases, fresh = len(run_plan.bases()), sum(d.remembered is None for d in probed)
         lines.append(
-            f"  {len(probed)} probes at {bases} record commit{'s' if bases != 1 else ''} and {len(probed)} at HEAD "
-            f"{head} ({bases + 1} worker processes)"
+            f"  {fresh} probes at {bases} record commit{'s' if bases != 1 else ''} and {len(probed)} at HEAD "
+            f"{head} ({bases + 1} worker processes); {len(probed) - fresh} record commits' probes remembered from "
+            "their last verification on this CPU kind (probed only if HEAD's differs)"
         )
     for decision in probed:
-        lines.append(f"  probe {_runs(decision)}: code of {decision.base[:10]} vs HEAD")
+        how = "remembered probe" if decision.remembered else "code"
+        lines.append(f"  probe {_runs(decision)}: {how} of {decision.base[:10]} vs HEAD")
     for decision in run_plan.decisions:
         if decision.base is None:
             lines.append(f"  {decision.status}: {_runs(decision)}: {decision.reason}")
@@ -51,7 +53,8 @@ def outcome_lines(run_plan: Plan) -> list[str]:
     lines = []
     for decision in run_plan.probed:
         if decision.status == RESTAMP:
-            lines.append(f"  re-stamped {_runs(decision)}: probe {decision.probe_hash[:12]} at both commits")
+            both = "at both commits" if decision.base_probed else "at HEAD, as remembered of its commit"
+            lines.append(f"  re-stamped {_runs(decision)}: probe {decision.probe_hash[:12]} {both}")
         else:
             lines.append(f"  stale {_runs(decision)}: {decision.reason}")
     restamped = run_plan.restamped()

@@ -3,7 +3,6 @@ each group's two probes decided."""
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from zoo.leaderboard.record import RunRecord, read_record
 from zoo.registry import TaskSpec, load_object
 from zoo.reverify.checkouts import Trees, commit_of, dirty_closure_files, package_roots
 from zoo.reverify.groups import Group, group_records
+from zoo.reverify.remembered import remembered_hash, worker_at, worker_id
 from zoo.reverify.restamp import restamp, verified_entry
 from zoo.reverify.workers import WorkerRun, run_worker, worker_script
 from zoo.runner.stop_signal import stop_if_asked
@@ -35,6 +35,8 @@ class Decision:
     status: str = ""
     reason: str = ""
     probe_hash: str | None = None
+    remembered: str | None = None  # the base probe's hash from the records' last verification (``remembered``)
+    base_probed: bool = False  # the base was probed in this run (not only remembered)
 
 
 @dataclass
@@ -52,10 +54,11 @@ class Plan:
     def probed(self) -> list[Decision]:
         return [d for d in self.decisions if d.base is not None and d.status in ("", RESTAMP, STALE)]
 
-    def bases(self) -> list[str]:
-        """The record commits to probe, most groups first."""
+    def bases(self, decisions: list[Decision] | None = None) -> list[str]:
+        """The record commits to probe for ``decisions`` (default: every probed group that remembers no base
+        probe), most groups first."""
         count: dict[str, int] = {}
-        for decision in self.probed:
+        for decision in [d for d in self.probed if d.remembered is None] if decisions is None else decisions:
             count[decision.base] = count.get(decision.base, 0) + 1
         return sorted(count, key=lambda c: -count[c])
 
@@ -113,6 +116,7 @@ def plan(
         else:
             skipped += 1
     decisions, chosen = [], []
+    worker = worker_at(trees.repo, head)
     for group in group_records(label, stale):
         given = overrides(group.records[0])
         group.overrides, group.inputs = tuple(given.get("short", ())), tuple(given.get("every", ()))
@@ -127,7 +131,8 @@ def plan(
             )
         else:
             decision.base = base
-            chosen += [] if base in chosen else [base]
+            decision.remembered = remembered_hash(trees.repo, group.records, group.source_hash, group.threads, worker)
+            chosen += [] if base in chosen or decision.remembered else [base]
         decisions.append(decision)
     return Plan(label, trees, decisions, current, skipped)
 
@@ -178,45 +183,63 @@ def _decide(decision: Decision, old: dict | None, new: dict | None) -> None:
 def execute(
     run_plan: Plan, say: Callable[[str], None] = print, timeout: float | None = None, known: dict | None = None
 ) -> Plan:
-    """Probe every group of ``run_plan`` at its base commit and at HEAD (one worker process per commit), decide
-    each, and re-stamp the records of the groups whose probes are identical. ``known`` (commit -> group id ->
-    result, filled here) holds probes made before: a probe is a function of the commit's code, the group and the
-    worker script (part of the key), so a commit already probed for a group is not probed again."""
+    """Probe every group of ``run_plan`` at HEAD and, unless it remembers its base probe (``remembered``), at its
+    base commit (one worker process per commit); a group whose HEAD probe differs from the hash it remembers is
+    probed at its base after all, to decide and to say where. Decide each group and re-stamp the records of those
+    whose probes are identical. ``known`` (worker:commit -> group id -> result, filled here) holds probes made
+    before: a probe is a function of the commit's code, the group and the worker script (part of the key), so a
+    commit already probed for a group is not probed again."""
     trees, todo = run_plan.trees, run_plan.probed
     if not todo:
         return run_plan
     script = worker_script(trees)
-    worker_id = hashlib.sha256(script.read_bytes()).hexdigest()[:16]
+    worker = worker_id(script.read_bytes())
     results: dict[str, dict[str, dict]] = {} if known is None else known
-    for commit in [*run_plan.bases(), trees.head]:
-        done = results.setdefault(f"{worker_id}:{commit}", {})
-        specs = [_spec(d) for d in todo if commit in (d.base, trees.head) and d.group.key not in done]
+
+    def probe(commit: str, decisions: list[Decision]) -> None:
+        done = results.setdefault(f"{worker}:{commit}", {})
+        specs = [_spec(d) for d in decisions if d.group.key not in done]
         if not specs:
-            continue
+            return
         stop_if_asked(f"the probes of {commit[:10]}")  # SIGTERM: stop here; no record was re-stamped yet
         say(
             f"  probing {len(specs)} group{'s' if len(specs) != 1 else ''} with the code of {commit[:10]}"
             + (" (HEAD)" if commit == trees.head else "")
         )
-        worker = run_worker(trees, commit, specs, script, timeout)
-        run_plan.workers.append(worker)
-        done.update(worker.results)
-        if worker.returncode != 0:
-            say(f"  the worker of {commit[:10]} exited with {worker.returncode}; its log: {worker.log}")
+        worker_run = run_worker(trees, commit, specs, script, timeout)
+        run_plan.workers.append(worker_run)
+        done.update(worker_run.results)
+        if worker_run.returncode != 0:
+            say(f"  the worker of {commit[:10]} exited with {worker_run.returncode}; its log: {worker_run.log}")
+
+    def result(commit: str, decision: Decision) -> dict | None:
+        return results.get(f"{worker}:{commit}", {}).get(decision.group.key)
+
+    fresh = [d for d in todo if d.remembered is None]
+    for commit in run_plan.bases(fresh):
+        probe(commit, [d for d in fresh if d.base == commit])
+    probe(trees.head, todo)
+    differ = [d for d in todo if d.remembered and (result(trees.head, d) or {}).get("probe_hash") != d.remembered]
+    differ = [d for d in differ if "error" not in (result(trees.head, d) or {"error": ""})]
+    for commit in run_plan.bases(differ):
+        probe(commit, [d for d in differ if d.base == commit])
     for decision in todo:
-        key = decision.group.key
-        old, new = results[f"{worker_id}:{decision.base}"].get(key), results[f"{worker_id}:{trees.head}"].get(key)
+        old, new = result(decision.base, decision), result(trees.head, decision)
+        decision.base_probed = old is not None
+        if old is None and decision.remembered and (new or {}).get("probe_hash") == decision.remembered:
+            old = new  # the remembered base probe is the same probe: see ``remembered``
         _decide(decision, old, new)
         if decision.status == RESTAMP:
-            _restamp_group(decision, trees)
+            _restamp_group(decision, trees, worker)
     return run_plan
 
 
-def _restamp_group(decision: Decision, trees: Trees) -> None:
+def _restamp_group(decision: Decision, trees: Trees, worker: str) -> None:
     group = decision.group
     entry = verified_entry(
         decision.base, group.source_hash, trees.head, decision.head_hash, group.threads, decision.probe_hash
     )
+    entry.update(worker=worker, base_probe="probed" if decision.base_probed else "remembered")
     for path in group.paths:
         restamp(path, group.source_hash, entry)
 
