@@ -97,13 +97,16 @@ def _pick_name(found: list[str], name: str | None, path: str, layout: str) -> st
 
 def user_pyg_root(family: str, name: str, files: dict[str, Path]) -> Path:
     """A writable PyG root for a user's raw files (link name -> file): ``<cache>/user/<family>/<digest>/<name>/raw/``
-    of symlinks; the digest is over the files' contents, so an edited file never reuses a stale ``processed/``."""
+    of symlinks; the digest is over the files' contents, so an edited file never reuses a stale ``processed/``. A link
+    left by a copy of the same files elsewhere is pointed at these files (its target may have been deleted since)."""
     listing = "".join(f"{link}:{sha256_of(f)};" for link, f in sorted(files.items()))
     root = cache_dir() / "user" / family / hashlib.sha256(listing.encode()).hexdigest()[:16]
     raw = root / name / "raw"
     raw.mkdir(parents=True, exist_ok=True)
     for link_name, f in files.items():
         link = raw / link_name
+        if link.is_symlink() and link.resolve() != f.resolve():
+            link.unlink()
         if not link.is_symlink():
             link.symlink_to(f.resolve())
     return root

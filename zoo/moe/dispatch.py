@@ -46,7 +46,7 @@ def dispatch_combine(x: Tensor, routing: Routing, experts, out_dim: int | None =
 
 
 def mixture_weights(routing: Routing, expert_scale: Tensor | None = None, renormalize: bool = False) -> Tensor:
-    """(T, E) weights of a dense mixture: ``routing.dense_weights()`` [* expert_scale] [/ row sum], 0 on padding.
+    """(T, E) weights of a dense mixture: ``routing.dense_weights()`` ``[* expert_scale] [/ row sum]``, 0 on padding.
 
     ``expert_scale`` (T, E) is the per-expert reweighting hook (C²GMoE's confidence, curvature or deformation
     experts' own scores); with ``renormalize`` each real token's row is divided by its sum (clamped at 1e-12),

@@ -53,8 +53,6 @@ def test_the_api_round_trip_equals_the_files_zoo_predict_wrote(node_run):
 
 def test_predict_on_the_users_own_planetoid_folder_equals_the_catalogue_graph(node_run, tmp_path, monkeypatch):
     raw = need_dataset("Planetoid") / "Cora" / "raw"
-    # a cache of its own: tasks/graphs/data.py's user_pyg_root keeps a link to an earlier copy of the same content
-    # even when that copy is gone (a known bug, left for the next change of that training file)
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
     mine = tmp_path / "my_graph"
     shutil.copytree(raw, mine)

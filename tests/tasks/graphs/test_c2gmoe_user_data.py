@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from zoo.errors import ConfigError, DatasetNotFoundError
-from zoo_tasks.graphs.data import PlanetoidDataModule, TUDataModule
+from zoo_tasks.graphs.data import PlanetoidDataModule, TUDataModule, user_pyg_root
 from zoo_tasks.graphs.spec import C2GMOE
 
 
@@ -347,3 +347,19 @@ def test_a_node_attribute_beyond_float32_is_refused_as_inf(tmp_path, monkeypatch
     (tmp_path / "mine" / "TOYGRAPHS_node_attributes.txt").write_text("\n".join(rows) + "\n")
     _refused(tmp_path / "mine", r"TOYGRAPHS_node_attributes.txt: 1 value\(s\) are not finite \(first: inf in column 1, "
                                 r"line 10\).*float32")  # fmt: skip
+
+
+def test_a_copy_of_the_same_files_whose_folder_was_deleted_leaves_no_dangling_link(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path / "cache"))
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "graph.txt").write_text("0 1\n1 2\n")
+    user_pyg_root("tu", "mine", {"mine_A.txt": first / "graph.txt"})
+    (first / "graph.txt").unlink()
+    first.rmdir()  # the same content is cached under the same digest, its link now points nowhere
+
+    root = user_pyg_root("tu", "mine", {"mine_A.txt": second / "graph.txt"})
+
+    link = root / "mine" / "raw" / "mine_A.txt"
+    assert link.exists() and link.resolve() == (second / "graph.txt").resolve()
