@@ -168,7 +168,7 @@ def _spec(decision: Decision) -> dict:
 
 def _decide(decision: Decision, old: dict | None, new: dict | None) -> None:
     if old is None or new is None:
-        which = "the record's commit" if old is None else "HEAD"
+        which = "HEAD" if new is None else "the record's commit"
         decision.status, decision.reason = STALE, f"no probe result from {which} (the worker stopped; see its log)"
     elif "error" in old or "error" in new:
         where, error = ("its commit", old["error"]) if "error" in old else ("HEAD", new["error"])
