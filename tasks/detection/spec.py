@@ -13,6 +13,7 @@ is reduced: from-scratch backbones at 6 epochs, where the paper fine-tunes pretr
 
 from __future__ import annotations
 
+from zoo.leaderboard.tables import Examples, Section
 from zoo.leaderboard.targets import AtLeast, BeatsOnAverage, WithinOfCell
 from zoo.registry import BenchmarkRow, ConformanceCase, TaskSpec
 
@@ -107,7 +108,7 @@ DRONEDINO = TaskSpec(
     catalog="zoo_tasks.detection.datasets:DATASETS",
     targets=TARGETS,
     dense_twins=(("dronedino", "unified_dense"),),
-    extra_tables="zoo_tasks.detection.tables:expert_load_tables",
+    extra_tables="zoo_tasks.detection.spec:TABLES",
     benchmarks={"dronedino-step": "zoo_tasks.detection.timing:main"},
     # DroneDINO's detector at width 256 (mmdet 3.3's DINO decoder assumes 256 for its query position embedding; width
     # 32 fails there), one encoder and one decoder layer, 10 queries, FFN 32, top-2 of 4 dynamic experts
@@ -128,4 +129,10 @@ DRONEDINO = TaskSpec(
             packages=("mmdet.models", "mmcv.ops"),
         ),
     ),
+)
+
+# The page's own sections (``zoo.leaderboard.tables``): the dynamic-expert load per task, then the detection figures.
+TABLES = (
+    Section("zoo_tasks.detection.tables:expert_load"),
+    Examples("Detections on the first test image of each task (ground truth green, predictions red with scores)"),
 )

@@ -1,10 +1,11 @@
-"""DroneDINO's own leaderboard table: dynamic-expert load per task (the over-activation measurement).
+"""DroneDINO's own page section (declared in ``spec.TABLES``): dynamic-expert load per task (over-activation).
 
 Each MoE record's ``extra.expert_load_per_task`` holds, per task and MoE layer, the share of the test tokens'
 top-k slots that went to each dynamic expert. Over-activation (the paper's claim): in a plain top-k MoE trained
 on an imbalanced mix, the dominant task's experts take the minor task's tokens too, so the tasks' load vectors
-look alike; DroneDINO's task experts and task-recognition loss should keep them apart. Then the detection figures
-each run draws (``extra.detection_figures``), copied into ``plots/`` with ``zoo.leaderboard.example_plots``.
+look alike; DroneDINO's task experts and task-recognition loss should keep them apart. The spec then shows the
+detection figures each run draws (``extra.detection_figures``), copied into ``plots/`` by
+``zoo.leaderboard.example_plots``.
 
 ``python -m zoo_tasks.detection.tables`` draws the same loads into ``leaderboard/results/dronedino/expert_load.png``
 (one panel per mix and MoE method, IR and RGB bars per layer and expert), which the page then shows. Table rows
@@ -15,15 +16,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
-from zoo.leaderboard.example_plots import example_plot_lines
-from zoo.leaderboard.record import results_dir
-from zoo.leaderboard.render import fmt_value
-from zoo.leaderboard.settings import is_current
-from zoo.registry import get_task
+from zoo.leaderboard.numbers import fmt_value
 from zoo.utils.figures import pyplot, save_figure
 
 LOAD_FIGURE = "expert_load.png"
@@ -31,15 +27,9 @@ TASK_COLOURS = {"ir": "tab:red", "rgb": "tab:blue"}
 NOT_CURRENT = " °"
 
 
-def _not_current(records, current: Callable | None) -> set:
-    """(dataset, method) groups with a load record that ``current`` rejects (default: the page's test for leaving a
-    record unmarked, ``zoo.leaderboard.settings.is_current``): what the page marks °."""
-    if current is None:
-        spec = get_task("dronedino")  # once: it scans the installed plugins
-
-        def current(record) -> bool:
-            return is_current(spec, record)
-
+def _not_current(records, current: Callable) -> set:
+    """(dataset, method) groups with a load record that ``current`` rejects (the page's test for leaving a record
+    unmarked): what the page marks °."""
     return {(r.dataset, r.method) for r in records if (r.extra or {}).get("expert_load_per_task") and not current(r)}
 
 
@@ -54,19 +44,16 @@ def _per_task(records) -> dict:
     return out
 
 
-def expert_load_tables(records, results: Path | None = None, current: Callable | None = None) -> str:
-    """Markdown: per (dataset, method, task) the max/mean dynamic-expert load (mean over layers and runs), and
-    per (dataset, method) the L1 distance between the IR and RGB load vectors (0 = the tasks share experts alike).
-    ``current(record)`` says whether a record is current (default: the page's ``is_current``); the others' rows
-    carry ``°``."""
-    heading = "Detections on the first test image of each task (ground truth green, predictions red with scores)"
-    figures = example_plot_lines("dronedino", heading, results)
+def expert_load(page) -> list[str]:
+    """Per (dataset, method, task) the max/mean dynamic-expert load (mean over layers and runs), and per (dataset,
+    method) the L1 distance between the IR and RGB load vectors (0 = the tasks share experts alike). Rows of records
+    the page does not count current (``page.current``) carry ``°``."""
+    records, current = page.records, page.current
     data = _per_task(records)
     if not data:
-        return "\n".join(figures)
+        return []
     lines = ["## Dynamic-expert load per task (test split)", ""]
-    folder = results_dir("dronedino") if results is None else Path(results)
-    if (folder / LOAD_FIGURE).exists():
+    if (page.results / LOAD_FIGURE).exists():
         lines += [f"![dynamic-expert load per task](results/dronedino/{LOAD_FIGURE})", ""]
     lines += [
         "| dataset | method | task | runs | max/mean load ↓ | load of encoder.0 experts |",
@@ -94,13 +81,13 @@ def expert_load_tables(records, results: Path | None = None, current: Callable |
             "- ° rows come from runs the tables above mark ° (not written by the current code or settings); the "
             "figure's panels of those runs say so in their titles."
         )
-    return "\n".join(lines + ["", *distance, "", *figures]) + "\n"
+    return [*lines, "", *distance]
 
 
-def plot_expert_load(records, path, current: Callable | None = None) -> None:
+def plot_expert_load(records, path, current: Callable) -> None:
     """One panel per (mix, MoE method): each dynamic expert's share of each task's test tokens (mean over runs),
     experts grouped by layer. Over-activation shows as the minority task's bars piling onto the experts the
-    dominant task uses. Panels of runs ``current`` rejects (default: the page's ``is_current``) are titled °."""
+    dominant task uses. Panels of runs ``current`` rejects (the page's test) are titled °."""
     data = _per_task(records)
     if not data:
         raise ValueError("no record holds extra.expert_load_per_task")
@@ -136,8 +123,10 @@ def plot_expert_load(records, path, current: Callable | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from zoo.leaderboard.record import read_records
+    from zoo.leaderboard import read_records
+    from zoo.leaderboard.tables import Page
+    from zoo_tasks.detection.spec import DRONEDINO
 
-    out = results_dir("dronedino") / LOAD_FIGURE
-    plot_expert_load(read_records("dronedino"), out)
-    print(out)
+    page = Page.of(DRONEDINO, read_records("dronedino"))
+    plot_expert_load(page.records, page.results / LOAD_FIGURE, page.current)
+    print(page.results / LOAD_FIGURE)

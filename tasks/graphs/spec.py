@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from zoo.leaderboard.tables import Column, Examples, Section, Table
 from zoo.leaderboard.targets import AtLeast, BeatsOnAverage
 from zoo.registry import BenchmarkRow, ConformanceCase, MatrixRow, TaskSpec
 from zoo.tuning.space import Choice, Float
@@ -141,7 +142,7 @@ C2GMOE = TaskSpec(
     higher_is_better=("test/acc",),
     datasets=("Planetoid", "TUDataset"),
     catalog="zoo_tasks.graphs.datasets:DATASETS",
-    extra_tables="zoo_tasks.graphs.tables:diagnostics_tables",
+    extra_tables="zoo_tasks.graphs.spec:TABLES",
     targets=TARGETS,
     dense_twins=(("c2gmoe", "gcn"), ("c2gmoe_tuned", "gcn_tuned")),
     search_spaces=SEARCH_SPACES,
@@ -164,4 +165,27 @@ C2GMOE = TaskSpec(
         for model in ("gmoe", "c2gmoe")
         for config in (f"{prefix}_{model}.yaml",)
     ),
+)
+
+# The page's own sections (``zoo.leaderboard.tables``): the paper's diagnostics averaged per (dataset, method), C2GMoE
+# against GMoE on them (``tables.versus_gmoe``) and the diagnostic plots of Cora seed 0.
+DIAGNOSTICS = (
+    ("homogeneity", "expert homogeneity ↓"),
+    ("load_entropy", "load entropy ↑ (1 = flat)"),
+    ("max_over_mean_load", "max/mean load ↓"),
+    ("routing_entropy", "routing entropy"),
+    ("routing_entropy_correct", "entropy (correct)"),
+    ("routing_entropy_incorrect", "entropy (wrong)"),
+    ("entropy_correctness_corr", "corr(entropy, correct)"),
+)
+TABLES = (
+    Table(
+        "Graph-MoE diagnostics (test set, mean over seeds / folds)",
+        note="Homogeneity: mean pairwise cosine similarity of the experts' outputs at the routed layer (C2GMoE: each "
+        "expert's class logits; GMoE: the last MoE layer's expert outputs, class logits on Cora, node embeddings on "
+        "TU graphs). Load: share of top-k slots per expert. Routing entropy: router entropy / log E per routed item.",
+        columns=(Column("runs"), *(Column(label, f"extra.diagnostics.{key}") for key, label in DIAGNOSTICS)),
+    ),
+    Section("zoo_tasks.graphs.tables:versus_gmoe"),
+    Examples("Diagnostic plots (Cora, seed 0)", pattern="*_Cora_seed0_*.png"),
 )

@@ -1,5 +1,6 @@
-"""Extra leaderboard markdown for MAMMOTH: aggregator x {linear, MAMMOTH, mammoth-moe} per dataset, ours vs the package
-paired by (repeat, fold), the per-epoch speed benchmark (``package_compare.py``) and the dispatch plots.
+"""MAMMOTH's own page sections (declared in ``spec.TABLES``): aggregator x {linear, MAMMOTH, mammoth-moe} per dataset,
+ours vs the package paired by (repeat, fold), the per-epoch speed benchmark (``package_compare.py``) and the dispatch
+plots.
 
 The claim (MAMMOTH beats the linear layer in >= 70 % of cells) is ``TaskSpec.targets`` in ``spec.py``, judged by the
 generic renderer; what the columns mean and the run history are in ``leaderboard/notes/mammoth.md``."""
@@ -12,11 +13,9 @@ from collections import defaultdict
 
 from zoo.bench.provenance import machine_phrase
 from zoo.leaderboard.compare import BETTER, TIE, TOO_FEW, WORSE, paired
-from zoo.leaderboard.example_plots import example_plot_lines
-from zoo.registry import repository_root
 from zoo_tasks.mil.spec import AGGREGATORS, DATASETS, PROJECTIONS, REPEATS, method_name
 
-BENCH_FILE = "leaderboard/results/mammoth/bench/package_speed.json"
+BENCH_FILE = "bench/package_speed.json"  # in the task's results folder
 
 
 def _fmt(values: list[float]) -> str:
@@ -37,12 +36,12 @@ def _delta(ours: dict, base: dict) -> str:
     return f"{c.mean:+.3f} {_MARK[c.outcome]}" if c.n else "—"
 
 
-def mammoth_tables(records: list) -> str:
-    """Markdown: per-dataset grids (Δ paired by (repeat, fold)), ours vs package, speed benchmark, plots."""
+def grids(page) -> list[str]:
+    """Per-dataset grids (Δ paired by (repeat, fold)), then ours vs the package."""
+    records = page.records
     by_method = {method_name(a, p): (a, p) for a in AGGREGATORS for p in PROJECTIONS}
     runs: dict[tuple[str, str, str, str], dict] = defaultdict(dict)  # (dataset, agg, proj, metric) -> key -> value
     epoch_s: dict[tuple[str, str, str], list[float]] = defaultdict(list)
-    plots = []
     for rec in records:
         if rec.method not in by_method:
             continue
@@ -52,8 +51,6 @@ def mammoth_tables(records: list) -> str:
                 runs[(rec.dataset, agg, proj, metric)][(rec.seed, rec.fold)] = rec.metrics[metric]
         if rec.extra.get("train_epoch_s"):
             epoch_s[(rec.dataset, agg, proj)].append(rec.extra["train_epoch_s"])
-        if rec.extra.get("dispatch_plot") and len(plots) < 3:
-            plots.append(rec.extra["dispatch_plot"])
 
     planned = len(AGGREGATORS) * len(PROJECTIONS) * len(DATASETS) * len(REPEATS) * 10
     recorded = sum(rec.method in by_method for rec in records)
@@ -105,19 +102,25 @@ def mammoth_tables(records: list) -> str:
         ]
         for dataset, label, c in pkg_diffs:
             lines.append(f"| {dataset} | {label} | {c.n} | {c.delta()} | {c.verdict} |")
-    lines += _bench_lines()
-    if plots:
-        lines += [
-            "",
-            "Dispatch plots (which expert / slot each instance is dispatched to) are saved with each "
-            "MAMMOTH run, e.g. " + ", ".join(f"`{p}`" for p in plots) + ".",
-        ]
-    lines += ["", *example_plot_lines("mammoth")]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
-def _bench_lines() -> list[str]:
-    path = repository_root() / BENCH_FILE
+def dispatch_plots(page) -> list[str]:
+    """Where the first three MAMMOTH runs' dispatch plots are."""
+    methods = {method_name(a, p) for a in AGGREGATORS for p in PROJECTIONS}
+    plots = [r.extra["dispatch_plot"] for r in page.records if r.method in methods and r.extra.get("dispatch_plot")]
+    plots = plots[:3]
+    if not plots:
+        return []
+    return [
+        "Dispatch plots (which expert / slot each instance is dispatched to) are saved with each "
+        "MAMMOTH run, e.g. " + ", ".join(f"`{p}`" for p in plots) + "."
+    ]
+
+
+def bench(page) -> list[str]:
+    """The module speed table of ``package_compare.py``'s file, or how to make it."""
+    path = page.results / BENCH_FILE
     if not path.exists():
         return ["", "Speed benchmark: not run yet (`python -m zoo_tasks.mil.package_compare`)."]
     bench = json.loads(path.read_text())

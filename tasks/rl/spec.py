@@ -5,6 +5,7 @@ Imports nothing heavy: ``zoo list`` loads every spec.
 
 from __future__ import annotations
 
+from zoo.leaderboard.tables import Image, Section
 from zoo.leaderboard.targets import NotWorse, WithinOfPublished
 from zoo.registry import BenchmarkRow, ConformanceCase, MatrixRow, TaskSpec
 from zoo.tuning.space import Float
@@ -128,7 +129,7 @@ SCALEMOE = TaskSpec(
     benchmark=tuple(_reduced_rows() + _full_rows()),
     metrics=("test/return",),
     higher_is_better=("test/return",),
-    extra_tables="zoo_tasks.rl.tables:scalemoe_tables",  # speed (with its target), runs, routing, curves
+    extra_tables="zoo_tasks.rl.spec:TABLES",  # speed (with its target), curves, runs, routing
     targets=(
         WithinOfPublished(DENSE_TWIN, "test/return", within=0.10),  # a faithful SimBa before comparing against it
         *(NotWorse(method, DENSE_TWIN, "test/return") for method in METHODS if method.startswith("ScaleMoE")),
@@ -157,4 +158,13 @@ SCALEMOE = TaskSpec(
         )
         for gating in ("output", "feature")
     ),
+)
+
+# The page's own sections (``zoo.leaderboard.tables``): the speed benchmarks and their target, the learning curves
+# (drawn by ``python -m zoo_tasks.rl.tables``), every run's speed, size and curve, and the gates' routing.
+TABLES = (
+    Section("zoo_tasks.rl.tables:speed"),
+    Image("val/return vs environment steps", "curves.png", heading="Learning curves"),
+    Section("zoo_tasks.rl.tables:runs"),
+    Section("zoo_tasks.rl.tables:routing"),
 )

@@ -1,4 +1,5 @@
-"""Extra leaderboard tables for ScaleMoE: speed, parameters, evaluation curve and routing of every run.
+"""ScaleMoE's own page sections (declared in ``spec.TABLES``): speed, parameters, evaluation curve and routing of
+every run.
 
 ``python -m zoo_tasks.rl.tables`` also draws every recorded evaluation curve into
 ``leaderboard/results/scalemoe/curves.png`` (one panel per task), which the page then shows.
@@ -7,34 +8,34 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from zoo.bench.claims import NO_PROVENANCE, claim, claims_table, has_provenance, no_record, provenance_line
-from zoo.leaderboard.record import results_dir
-from zoo.leaderboard.render import fmt_value
+from zoo.leaderboard.numbers import fmt_value
 from zoo.leaderboard.targets import Verdict
 from zoo.utils.figures import pyplot, save_figure
 
 SPEED_TARGET = 0.7
 
 
-def scalemoe_tables(records) -> str:
-    """Markdown: the newest speed benchmarks and the speed target judged on them (the record-based targets are
-    ``SCALEMOE.targets``); one row per run with env steps/s, updates/s, active/total parameters, the ``val/return``
-    curve; and per gate (actor, critic) the load entropy (1 = balanced), max/mean load and dead experts."""
-    lines = _bench_lines(_latest_benches())
-    if (results_dir("scalemoe") / "curves.png").exists():
-        lines += ["## Learning curves", "", "![val/return vs environment steps](results/scalemoe/curves.png)", ""]
-    if not records:
-        return "\n".join(lines) + "\n" if lines else ""
-    lines += [
+def speed(page) -> list[str]:
+    """The newest speed benchmarks and the speed target judged on them (the record-based targets are
+    ``SCALEMOE.targets``)."""
+    return _bench_lines(_latest_benches(page.results / "bench"), page.results / "bench", page.leaderboard)
+
+
+def runs(page) -> list[str]:
+    """One row per run: env steps/s, updates/s, active/total parameters, the ``val/return`` curve."""
+    if not page.records:
+        return []
+    lines = [
         "## Runs: speed, size, learning curve",
         "",
         "| method | task | seed | env steps/s | updates/s | actor active / total | critic active / total | "
         "val/return by env step |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    routing_lines = []
-    for rec in sorted(records, key=lambda r: (r.dataset, r.method, r.seed)):
+    for rec in sorted(page.records, key=lambda r: (r.dataset, r.method, r.seed)):
         ex = rec.extra or {}
         p = ex.get("params", {})
         curve = ", ".join(f"{s / 1000:g}k: {r:.0f}" for s, r in ex.get("eval_curve", []))
@@ -43,33 +44,40 @@ def scalemoe_tables(records) -> str:
             f"{fmt_value(ex.get('updates_per_s'), 1)} | {p.get('actor_active', '—')} / {p.get('actor_total', '—')} | "
             f"{p.get('critic_active', '—')} / {p.get('critic_total', '—')} | {curve or '—'} |"
         )
-        for net, stats in (ex.get("routing") or {}).items():
+    return lines
+
+
+def routing(page) -> list[str]:
+    """Per run and gate (actor, critic): the load entropy (1 = balanced), max/mean load and dead experts."""
+    routing_lines = []
+    for rec in sorted(page.records, key=lambda r: (r.dataset, r.method, r.seed)):
+        for net, stats in ((rec.extra or {}).get("routing") or {}).items():
             load = ", ".join(f"{x:.2f}" for x in stats.get("training_load", []))
             routing_lines.append(
                 f"| {rec.method} | {rec.dataset} | {rec.seed} | {net} | {fmt_value(stats.get('entropy'), 2)} | "
                 f"{fmt_value(stats.get('load_entropy'), 2)} | {fmt_value(stats.get('max_over_mean_load'), 2)} | "
                 f"{stats.get('dead_experts', '—')} | {load} |"
             )
-    if routing_lines:
-        lines += [
-            "",
-            "## Routing of the MoE gates",
-            "",
-            "Router entropy, load entropy (1 = perfectly balanced), max/mean load and dead experts are measured on "
-            "1024 replayed states at the end of training; the expert load column is accumulated over all updates.",
-            "",
-            "| method | task | seed | gate | router entropy | load entropy | max/mean load | dead experts | "
-            "expert load over training |",
-            "|---|---|---|---|---|---|---|---|---|",
-            *routing_lines,
-        ]
-    return "\n".join(lines) + "\n"
+    if not routing_lines:
+        return []
+    return [
+        "## Routing of the MoE gates",
+        "",
+        "Router entropy, load entropy (1 = perfectly balanced), max/mean load and dead experts are measured on "
+        "1024 replayed states at the end of training; the expert load column is accumulated over all updates.",
+        "",
+        "| method | task | seed | gate | router entropy | load entropy | max/mean load | dead experts | "
+        "expert load over training |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *routing_lines,
+    ]
 
 
-def _latest_benches() -> dict[int, tuple[str, dict]]:
-    """The newest ``zoo bench scalemoe --leaderboard`` result per critic width (``results/scalemoe/bench/*.json``)."""
+def _latest_benches(folder: Path) -> dict[int, tuple[str, dict]]:
+    """The newest ``zoo bench scalemoe --leaderboard`` result per critic width in ``folder``
+    (``results/scalemoe/bench/*.json``)."""
     latest: dict[int, tuple[str, dict]] = {}
-    for path in sorted((results_dir("scalemoe") / "bench").glob("*.json")):
+    for path in sorted(folder.glob("*.json")):
         bench = json.loads(path.read_text())
         width = bench["settings"]["critic_hidden"]
         if width not in latest or bench["date"] > latest[width][1]["date"]:
@@ -99,8 +107,8 @@ def speed_verdicts(benches: dict[int, tuple[str, dict]]) -> list[Verdict]:
     return out
 
 
-def _bench_lines(latest: dict[int, tuple[str, dict]]) -> list[str]:
-    """Speed table of the newest benchmark per critic width."""
+def _bench_lines(latest: dict[int, tuple[str, dict]], folder: Path, leaderboard: Path) -> list[str]:
+    """Speed table of the newest benchmark per critic width (files in ``folder``, under ``leaderboard``)."""
     if not latest:
         return []
     lines = [
@@ -114,7 +122,7 @@ def _bench_lines(latest: dict[int, tuple[str, dict]]) -> list[str]:
     ]
     notes = []
     for width, (name, bench) in sorted(latest.items()):
-        path = results_dir("scalemoe") / "bench" / name
+        path = folder / name
         for arch, r in bench["results"].items():
             lines.append(
                 f"| {width} | {arch} | {r['env_steps_per_s']:.1f} | {r['updates_per_s']:.1f} | "
@@ -126,7 +134,7 @@ def _bench_lines(latest: dict[int, tuple[str, dict]]) -> list[str]:
             f"{st['batch_size']}, {st['num_experts']} experts top-{st['top_k']}, {st['threads']} thread(s), "
             f"median of {st['repeats']} run(s). "
             + (
-                provenance_line(path, bench)
+                provenance_line(path, bench, leaderboard)
                 if has_provenance(bench)
                 else "No commit or source hash: written before benchmark records carried them."
             )
@@ -153,7 +161,7 @@ def plot_curves(records, path) -> None:
 
 
 if __name__ == "__main__":
-    from zoo.leaderboard.record import read_records
+    from zoo.leaderboard import read_records, results_dir
 
     out = results_dir("scalemoe") / "curves.png"
     plot_curves(read_records("scalemoe"), out)

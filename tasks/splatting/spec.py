@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from zoo.leaderboard.tables import Column, Examples, Section, Table
 from zoo.leaderboard.targets import BeatsBy, BeatsOnAverage
 from zoo.registry import BenchmarkRow, ConformanceCase, TaskSpec
 from zoo.tuning.matrix_row import StagedMatrixRow
@@ -154,7 +155,7 @@ MOE_GS = TaskSpec(
     benchmarks={"splat": "zoo_tasks.splatting.bench:main"},
     targets=MOE_GS_SPEC_TARGETS,
     dense_twins=(("moe_gs", "mlp"),),  # the matrix row's dense twin: the MLP deformation expert alone
-    extra_tables="zoo_tasks.splatting.tables:moe_gs_tables",
+    extra_tables="zoo_tasks.splatting.spec:TABLES",
     search_spaces=SEARCH_SPACES,
     matrix=MATRIX,
     tune_metric=("val/psnr", "max"),
@@ -177,4 +178,22 @@ MOE_GS = TaskSpec(
             prepare="zoo_tasks.splatting.conformance:tiny_experts",
         ),
     ),
+)
+
+# The page's own sections (``zoo.leaderboard.tables``): the pruning curve, the distilled expert before and after
+# against its teacher, the example figures and the rasteriser claim from the benchmark records.
+TABLES = (
+    Section("zoo_tasks.splatting.tables:pruning"),
+    Table(
+        "Distillation: the mixture's best expert (by validation PSNR) fine-tuned on its blended renders",
+        rows=("extra.student",),
+        columns=(
+            Column("before", "metrics.test/psnr_before", 2),
+            Column("after", "metrics.test/psnr", 2),
+            Column("teacher (MoE-GS)", "metrics.test/psnr_teacher", 2),
+        ),
+        methods=("distilled",),
+    ),
+    Examples("Example test view (moe_gs run, seed 0): every expert and the blend, and the weights G'_k(u)"),
+    Section("zoo_tasks.splatting.tables:rasteriser"),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from zoo.leaderboard.tables import Section
 from zoo.leaderboard.targets import BeatsBestPublished, BeatsOnAverage
 from zoo.registry import BenchmarkRow, ConformanceCase, MatrixRow, TaskSpec
 from zoo.tuning.space import Float
@@ -137,7 +138,7 @@ SEER = TaskSpec(
     metrics=("test/mse", "test/mae"),
     datasets=("ETT-small", "weather"),
     catalog="zoo_tasks.timeseries.datasets:DATASETS",
-    extra_tables="zoo_tasks.timeseries.tables:seer_tables",
+    extra_tables="zoo_tasks.timeseries.spec:TABLES",
     targets=TARGETS,
     dense_twins=(("seer", "dense"),),
     benchmark=tuple(_row(m, d, h) for d in DATASETS for h in HORIZONS for m in METHODS),
@@ -159,3 +160,6 @@ SEER = TaskSpec(
         ),
     ),
 )
+
+# The page's own sections (``zoo.leaderboard.tables``): the robustness layout and the diagnostics.
+TABLES = (Section("zoo_tasks.timeseries.tables:robustness"), Section("zoo_tasks.timeseries.tables:diagnostics"))

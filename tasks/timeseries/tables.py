@@ -1,22 +1,24 @@
-"""SEER's own leaderboard figures, drawn after the generic per-metric tables and target verdicts of
-``zoo.leaderboard.render``: the robustness layout (test MSE of SEER / dense twin / PatchTST under each input
-corruption, side by side per cell) and the patch-replacement / expert-load diagnostics. The targets themselves
-are data in ``spec.py``; run history and caveats live in ``leaderboard/notes/seer.md``."""
+"""SEER's own page sections (declared in ``spec.TABLES``), after the generic per-metric tables and target verdicts:
+the robustness layout (test MSE of SEER / dense twin / PatchTST under each input corruption, side by side per cell)
+and the patch-replacement / expert-load diagnostics. The targets themselves are data in ``spec.py``; run history and
+caveats live in ``leaderboard/notes/seer.md``."""
 
 from __future__ import annotations
 
 import statistics
 
-from zoo.leaderboard.render import fmt_value
-from zoo.leaderboard.results_table import ResultTable
-from zoo_tasks.timeseries.spec import SEER
+from zoo.leaderboard.numbers import fmt_value
 
 CONDITIONS = (("clean", ""), ("missing", "_missing"), ("spike", "_spike"), ("noise", "_noise"))
 ROBUSTNESS_METHODS = ("seer", "dense", "patchtst")
 MOE_LAYER = "net.embedding.moe"  # the name SEERForecaster's steps give its patch mixture's routing
 
 
-def _robustness(table: ResultTable) -> list[str]:
+def robustness(page) -> list[str]:
+    """Test MSE of SEER / dense / PatchTST under each corruption, per dataset that SEER or its twin ran."""
+    table = page.table
+    if not table.records:
+        return []
     described = next((r.extra.get("corruptions") for r in table.records if r.extra.get("corruptions")), {}) or {}
     lines = [
         "## Robustness: test MSE under corrupted inputs (SEER vs dense twin vs PatchTST)",
@@ -53,7 +55,11 @@ def _expert_load(record) -> tuple[list[float], float | None]:
     return load, statistics.pstdev(load) / mean
 
 
-def _diagnostics(table: ResultTable) -> list[str]:
+def diagnostics(page) -> list[str]:
+    """Replaced patch fractions per condition and the clean expert load of each dataset's first SEER run."""
+    table = page.table
+    if not table.records:
+        return []
     lines = [
         "## SEER diagnostics on the test set",
         "",
@@ -80,11 +86,3 @@ def _diagnostics(table: ResultTable) -> list[str]:
         load = " ".join(f"{v:.2f}" for v in load_fractions)
         lines.append(f"| {ds} | {replaced} | {load} | {'' if cv is None else f'{cv:.2f}'} |")
     return lines + [""]
-
-
-def seer_tables(records) -> str:
-    """Markdown appended to ``leaderboard/seer.md`` (``TaskSpec.extra_tables``)."""
-    if not records:
-        return ""
-    table = ResultTable(SEER.benchmark, records, SEER.higher_is_better)
-    return "\n".join(_robustness(table) + _diagnostics(table))

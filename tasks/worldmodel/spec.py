@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from zoo.leaderboard.tables import Column, Examples, Plot, Section, Table
 from zoo.leaderboard.targets import BeatsOnAverage, NotWorse
 from zoo.registry import BenchmarkRow, ConformanceCase, MatrixRow, TaskSpec
 from zoo.tuning.space import Float
@@ -101,7 +102,7 @@ WESTWORLD = TaskSpec(
     benchmark=BENCHMARK,
     metrics=("test/mae", "test/mse"),
     datasets=(),
-    extra_tables="zoo_tasks.worldmodel.tables:westworld_tables",
+    extra_tables="zoo_tasks.worldmodel.spec:TABLES",
     targets=TARGETS,
     dense_twins=(("westworld", "dense"),),
     search_spaces=SEARCH_SPACES,
@@ -128,4 +129,22 @@ WESTWORLD = TaskSpec(
             refuses=("expert_choice",),
         ),
     ),
+)
+
+# The page's own sections (``zoo.leaderboard.tables``): zero-shot test/mae by pretraining robots (3 / 6 / 12; 12 is the
+# zero-shot row), the system gate per robot, their figures and example rollouts.
+SCALING = {"scaling: 3 robots": 3, "scaling: 6 robots": 6, "zero-shot (Walker2d, Hopper)": 12}
+SCALING_METHODS = ("westworld", "dense")
+TABLES = (
+    Table(
+        "Scaling: zero-shot test/mae vs pretraining robots",
+        rows=("method",),
+        columns=tuple(Column(f"{n} robots", "metrics.test/mae", datasets=(ds,)) for ds, n in SCALING.items()),
+        methods=SCALING_METHODS,
+        order="benchmark",
+    ),
+    Section("zoo_tasks.worldmodel.tables:gate_table"),
+    Plot("scaling", "scaling.png", "zoo_tasks.worldmodel.tables:scaling_figure"),
+    Plot("system gate", "system_gate.png", "zoo_tasks.worldmodel.tables:gate_figure"),
+    Examples("Example rollouts (zero-shot robots, WestWorld seed 0)"),
 )

@@ -5,8 +5,9 @@ from dataclasses import asdict
 
 from zoo_testing import make_record
 
+from zoo.leaderboard.draw import draw_tables
 from zoo.leaderboard.example_plots import copy_figures, example_plot_lines
-from zoo_tasks.detection.tables import expert_load_tables
+from zoo_tasks.detection.spec import DRONEDINO
 
 
 def _write(results, key, extra):
@@ -15,8 +16,8 @@ def _write(results, key, extra):
 
 
 def test_figures_named_by_records_are_copied_and_embedded(tmp_path):
-    results, run = tmp_path / "results", tmp_path / "runs"
-    results.mkdir()
+    results, run = tmp_path / "results" / "dronedino", tmp_path / "runs"
+    results.mkdir(parents=True)
     run.mkdir()
     (run / "detections_ir.png").write_bytes(b"\x89PNG ir")
     _write(results, "dino__HIT-UAV__seed0", {"detection_figures": {"ir": str(run / "detections_ir.png")}})
@@ -35,5 +36,5 @@ def test_figures_named_by_records_are_copied_and_embedded(tmp_path):
         "![dino__HIT-UAV__seed0__ir](results/dronedino/plots/dino__HIT-UAV__seed0__ir.png)",
         "",
     ]
-    assert "![dino__HIT-UAV__seed0__ir]" in expert_load_tables([], results=results)
+    assert "![dino__HIT-UAV__seed0__ir]" in draw_tables(DRONEDINO, [], leaderboard=tmp_path)
     assert example_plot_lines("dronedino", "Detections", tmp_path / "none") == []

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from zoo_testing import make_record
 
-from zoo_tasks.mil.tables import mammoth_tables
-from zoo_tasks.timeseries.generation.spec import PRETRAIN
-from zoo_tasks.timeseries.generation.tables import timemode_tables
+from zoo.leaderboard.draw import draw_tables
+from zoo_tasks.mil.spec import MAMMOTH
+from zoo_tasks.timeseries.generation.spec import PRETRAIN, TIMEMODE
 
 
 def _timemode(method, seed, mdd):
@@ -21,12 +21,12 @@ def test_timemode_per_domain_marks_better_tie_and_worse_and_counts_at_or_below_b
     ours[0][2], ours[1][2], ours[2][2] = 0.50, 0.51, 0.52  # taxi: worse
     records = [_timemode("timemode", s, ours[s]) for s in range(3)]
     records += [_timemode("dense", s, [0.20, 0.21, 0.19][s : s + 1] * len(PRETRAIN)) for s in range(3)]
-    page = timemode_tables(records)
+    page = draw_tables(TIMEMODE, records)
     row = next(line for line in page.splitlines() if line.startswith("| corpus/24 |"))
     cells = row.split(" | ")
     assert cells[1] == "0.101 / 0.200 ✓" and cells[2] == "0.200 / 0.200 =" and cells[3] == "0.510 / 0.200 ✗"
     assert row.endswith(f"| {len(PRETRAIN) - 2}/{len(PRETRAIN)}: met |")  # "at or below": shown better only
-    one_seed = timemode_tables(records[:1] + records[3:4])
+    one_seed = draw_tables(TIMEMODE, records[:1] + records[3:4])
     assert "n<3" in one_seed and "✓" not in one_seed.split("| corpus/24 |")[1] and "not yet judged" in one_seed
 
 
@@ -36,8 +36,8 @@ def test_mammoth_delta_columns_and_the_package_check_use_the_rule():
 
     records = runs("ABMIL", [0.80, 0.81, 0.79]) + runs("ABMIL+MAMMOTH", [0.90, 0.91, 0.89])  # +0.1 every fold
     records += runs("ABMIL+mammoth-moe", [0.91, 0.88, 0.90])  # ours - package: -0.01, +0.03, -0.01: a tie
-    page = mammoth_tables(records)
+    page = draw_tables(MAMMOTH, records)
     assert "| +0.100 ✓ |" in page
     assert "| MUSK1 | ABMIL | 3 | +0.0033 [-0.0540, +0.0607] | tie = |" in page
-    short = mammoth_tables(records[:2] + records[3:5])
+    short = draw_tables(MAMMOTH, records[:2] + records[3:5])
     assert "| +0.100 (n<3) |" in short and "✓" not in short.split("### MUSK1")[1].split("\n\n")[1]

@@ -1,5 +1,6 @@
 """Example figures on a task's page: images a run wrote into its folder under ``runs/`` (which git ignores),
-copied into ``leaderboard/results/<task>/plots/`` and embedded by the task's ``extra_tables``.
+copied into ``leaderboard/results/<task>/plots/`` and embedded where a task declares ``Examples``
+(``zoo.leaderboard.tables``).
 
 A record names its run's figures in ``extra`` (a path, or a mapping from a name to a path, e.g. DroneDINO's
 ``extra.detection_figures`` = {task: png}). Copying is a step taken by hand after a grid, on the machine that ran
@@ -27,10 +28,12 @@ def plots_dir(task: str, results: Path | None = None) -> Path:
     return (results_dir(task) if results is None else Path(results)) / PLOTS
 
 
-def example_plot_lines(task: str, heading: str | None = None, results: Path | None = None) -> list[str]:
-    """Markdown lines embedding every PNG in the task's plots folder (links relative to ``leaderboard/``), under
-    ``## heading`` when given; no lines when there is none."""
-    plots = sorted(plots_dir(task, results).glob("*.png"))
+def example_plot_lines(
+    task: str, heading: str | None = None, results: Path | None = None, pattern: str = "*.png"
+) -> list[str]:
+    """Markdown lines embedding every figure matching ``pattern`` in the task's plots folder (links relative to
+    ``leaderboard/``), under ``## heading`` when given; no lines when there is none."""
+    plots = sorted(plots_dir(task, results).glob(pattern))
     if not plots:
         return []
     lines = [f"## {heading}", ""] if heading else []

@@ -8,25 +8,15 @@ from collections import defaultdict
 from pathlib import Path
 
 from zoo.leaderboard.cpu_identity import machine_counts
-from zoo.leaderboard.numbers import fmt_number
+from zoo.leaderboard.draw import draw_tables
+from zoo.leaderboard.numbers import finite_mean, fmt_number, fmt_value
 from zoo.leaderboard.provenance import UNKNOWN, changed_sources, code_version, written_by_current_code
 from zoo.leaderboard.record import RunRecord
 from zoo.leaderboard.results_table import ResultTable
 from zoo.leaderboard.settings import settings_changed
 from zoo.leaderboard.targets import targets_section
 from zoo.leaderboard.twins import twin_section
-from zoo.registry import BenchmarkRow, TaskSpec, load_object, repository_root
-
-
-def finite_mean(values) -> float:
-    """Mean of the values that are neither None nor NaN; NaN when none is left."""
-    values = [v for v in values if v is not None and not math.isnan(v)]
-    return statistics.fmean(values) if values else math.nan
-
-
-def fmt_value(value: float | None, digits: int = 3) -> str:
-    """A fixed-decimals number, or ``—`` for a missing (None / NaN) one."""
-    return "—" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+from zoo.registry import BenchmarkRow, TaskSpec, repository_root
 
 
 def mean_std(values: list[float]) -> str:
@@ -79,8 +69,8 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
     One table per metric (mean ± std (n) per cell, † for reduced settings, ◇ for a cell whose runs come from
     different code versions, published numbers beside ours), wall time, the spec's targets judged on the records,
     the MoE method against its dense twin (``zoo.leaderboard.twins``), the routing summary of the MoE runs, the
-    task's own figures (``extra_tables``), then the notes: ``<leaderboard>/notes/<task>.md`` (run history and
-    caveats, written by people) and provenance.
+    task's declared tables and figures (``extra_tables``, drawn by ``zoo.leaderboard.draw``), then the notes:
+    ``<leaderboard>/notes/<task>.md`` (run history and caveats, written by people) and provenance.
     """
     repo = repository_root()
     table = ResultTable(spec.benchmark, records, spec.higher_is_better, lambda r: code_version(r, repo))
@@ -100,10 +90,9 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
     lines += twin_section(spec, table)
     lines += tuning_section(spec, records)
     lines += routing_section(table)
-    if spec.extra_tables:
-        extra = load_object(spec.extra_tables)(records)
-        if extra:
-            lines += [extra.rstrip(), ""]
+    extra = draw_tables(spec, records, leaderboard_dir)
+    if extra:
+        lines += [extra.rstrip(), ""]
     lines += notes_section(spec, records, leaderboard_dir or repo / "leaderboard")
     return "\n".join(lines)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from zoo.leaderboard.tables import Plot, Section
 from zoo.leaderboard.targets import AtLeast, ImprovesOnFraction, WithinOfPublished
 from zoo.registry import BenchmarkRow, ConformanceCase, MatrixRow, TaskSpec
 from zoo.tuning.space import Float
@@ -123,7 +124,7 @@ DYGMOCE = TaskSpec(
     datasets=("CollegeMsg",),
     catalog="zoo_tasks.graphs.dynamic.datasets:DATASETS",
     benchmarks={"dygmoce": "zoo_tasks.graphs.dynamic.bench:main"},
-    extra_tables="zoo_tasks.graphs.dynamic.tables:dygmoce_tables",
+    extra_tables="zoo_tasks.graphs.dynamic.spec:TABLES",
     targets=TARGETS,
     dense_twins=(("dygmoce", "twin"),),
     search_spaces=SEARCH_SPACES,
@@ -142,4 +143,17 @@ DYGMOCE = TaskSpec(
             refuses=("expert_choice",),
         ),
     ),
+)
+
+# The page's own sections (``zoo.leaderboard.tables``): the curvature experts' diagnostics and their two figures, then
+# the fast-attention claim judged on the newest task-sized ``zoo bench dygmoce --leaderboard`` record.
+TABLES = (
+    Section("zoo_tasks.graphs.dynamic.tables:curvature_experts"),
+    Plot("routing by curvature rank", "routing_by_curvature_rank.png", "zoo_tasks.graphs.dynamic.tables:rank_figure"),
+    Plot(
+        "expected curvature vs clustering",
+        "curvature_vs_clustering.png",
+        "zoo_tasks.graphs.dynamic.tables:clustering_figure",
+    ),
+    Section("zoo_tasks.graphs.dynamic.tables:fast_attention"),
 )

@@ -1,6 +1,6 @@
-"""DyGMoCE's own leaderboard tables and figures, drawn from the records' ``extra`` alone: each expert's learned
-curvature, whether the routing is unimodal over curvature-ordered experts (the ranking constraint's claim), and
-routing against the local topology of the source node (issue 18's diagnostics).
+"""DyGMoCE's own page sections and figures (declared in ``spec.TABLES``), drawn from the records' ``extra`` alone:
+each expert's learned curvature, whether the routing is unimodal over curvature-ordered experts (the ranking
+constraint's claim), and routing against the local topology of the source node (issue 18's diagnostics).
 
 Metrics, targets and the routing summary are the generic renderer's. The fast-attention claim is judged on the
 newest ``zoo bench dygmoce --leaderboard`` record at the task's size (``zoo.bench.claims``).
@@ -12,10 +12,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from zoo.bench.claims import claim, claims_table, newest, no_record, provenance_line
-from zoo.leaderboard.render import finite_mean, fmt_value
-from zoo.registry import repository_root
+from zoo.leaderboard.numbers import finite_mean, fmt_value
 
-RESULTS = "leaderboard/results/dygmoce"
 # The issue's fast-attention targets (the paper reports 27.5 % faster and 52.6 % less memory), at the task's size:
 # L = 2 x 32 (source + destination first-hop sequences), dim 200 = 4 channels x 50, 2 heads, forward + backward.
 TIME_SAVED, MEMORY_SAVED = 0.25, 0.40
@@ -28,15 +26,10 @@ def _mean_lists(lists: list[list[float]]) -> list[float]:
     return [finite_mean([v[i] for v in lists if i < len(v) and v[i] is not None]) for i in range(width)]
 
 
-def dygmoce_tables(records, results: Path | None = None, leaderboard: Path | None = None) -> str:
-    """Markdown for the DyGMoCE runs' diagnostics (means over seeds), with two figures drawn into
-    ``results/figures`` (default: this checkout's ``leaderboard/results/dygmoce``), then the fast-attention claim
-    from the benchmark records under ``leaderboard`` (default: this checkout's)."""
-    results = repository_root() / RESULTS if results is None else Path(results)
-    speed = "\n".join(fast_attention_lines(leaderboard))
+def _diagnostics(records) -> tuple[int, dict, dict, dict, dict, dict]:
+    """(DyGMoCE runs with diagnostics, then per layer: curvatures, unimodal fractions, routing by curvature rank,
+    Spearman's ρ, expected curvature by clustering quartile), one entry per run."""
     runs = [r for r in records if r.method == "dygmoce" and (r.extra or {}).get("curvatures")]
-    if not runs:
-        return speed
     curv, unimodal, profile, rho, quartiles = (defaultdict(list) for _ in range(5))
     for r in runs:
         extra = r.extra
@@ -50,8 +43,16 @@ def dygmoce_tables(records, results: Path | None = None, leaderboard: Path | Non
             if summary.get("spearman") is not None:
                 rho[layer].append(summary["spearman"])
                 quartiles[layer].append(summary["expected_curvature_by_clustering_quartile"])
+    return len(runs), curv, unimodal, profile, rho, quartiles
+
+
+def curvature_experts(page) -> list[str]:
+    """The DyGMoCE runs' diagnostics per layer (means over runs)."""
+    runs, curv, unimodal, profile, rho, quartiles = _diagnostics(page.records)
+    if not runs:
+        return []
     lines = [
-        f"## Curvature experts (DyGMoCE, test split, mean over {len(runs)} run(s))",
+        f"## Curvature experts (DyGMoCE, test split, mean over {runs} run(s))",
         "",
         "Learned curvature per expert in expert order; the share of test tokens whose routing is unimodal over the "
         "experts sorted by curvature; their mean routing weight per curvature rank (most negative first); "
@@ -67,10 +68,12 @@ def dygmoce_tables(records, results: Path | None = None, leaderboard: Path | Non
             f"{_list(_mean_lists(profile.get(layer, [])), 3)} | {fmt_value(finite_mean(rho.get(layer, [])))} | "
             f"{_list(_mean_lists(quartiles.get(layer, [])))} |"
         )
-    lines.append("")
-    figures = _figures(profile, quartiles, results)
-    lines += [f"![{name}](results/dygmoce/{rel})" for name, rel in figures] + ([""] if figures else [])
-    return "\n".join(lines) + "\n" + speed
+    return lines
+
+
+def fast_attention(page) -> list[str]:
+    """The fast-attention claims, judged on the benchmark records of the page's leaderboard."""
+    return fast_attention_lines(page.leaderboard)
 
 
 def _task_sized(record: dict) -> bool:
@@ -131,17 +134,15 @@ def _list(values: list[float], digits: int = 2) -> str:
     return "[" + ", ".join(fmt_value(v, digits) for v in values) + "]" if values else "—"
 
 
-def _figures(profile: dict, quartiles: dict, results: Path) -> list[tuple[str, str]]:
-    """The mean routing weight per curvature rank (bars, one panel per layer) and the expected curvature per
-    clustering quartile (one line per layer); drawn only into a checkout that holds this task's records."""
-    if not results.is_dir() or not profile:
-        return []
+def rank_figure(page, path) -> bool:
+    """The mean routing weight per curvature rank: bars, one panel per layer."""
+    profile = _diagnostics(page.records)[3]
+    if not profile:
+        return False
     from zoo.utils.figures import pyplot, save_figure
 
-    plt = pyplot()
-    out = []
     layers = sorted(profile)
-    fig, axes = plt.subplots(1, len(layers), figsize=(2.4 * len(layers), 2.6), sharey=True, squeeze=False)
+    fig, axes = pyplot().subplots(1, len(layers), figsize=(2.4 * len(layers), 2.6), sharey=True, squeeze=False)
     for ax, layer in zip(axes[0], layers):
         mean = _mean_lists(profile[layer])
         ax.bar(range(len(mean)), mean)
@@ -149,16 +150,23 @@ def _figures(profile: dict, quartiles: dict, results: Path) -> list[tuple[str, s
         ax.set_xlabel("expert, by learned κ")
         ax.set_title(layer, fontsize=9)
     axes[0][0].set_ylabel("mean routing weight")
-    save_figure(fig, results / "figures" / "routing_by_curvature_rank.png")
-    out.append(("routing by curvature rank", "figures/routing_by_curvature_rank.png"))
-    if quartiles:
-        fig, ax = plt.subplots(figsize=(4.4, 3.0))
-        for layer in sorted(quartiles):
-            ax.plot(range(1, 5), _mean_lists(quartiles[layer]), marker="o", label=layer)
-        ax.set_xticks(range(1, 5))
-        ax.set_xlabel("clustering-coefficient quartile of the recent neighbourhood")
-        ax.set_ylabel("expected curvature Σ p κ")
-        ax.legend(fontsize=7)
-        save_figure(fig, results / "figures" / "curvature_vs_clustering.png")
-        out.append(("expected curvature vs clustering", "figures/curvature_vs_clustering.png"))
-    return out
+    save_figure(fig, path)
+    return True
+
+
+def clustering_figure(page, path) -> bool:
+    """The expected curvature per clustering quartile, one line per layer."""
+    quartiles = _diagnostics(page.records)[5]
+    if not quartiles:
+        return False
+    from zoo.utils.figures import pyplot, save_figure
+
+    fig, ax = pyplot().subplots(figsize=(4.4, 3.0))
+    for layer in sorted(quartiles):
+        ax.plot(range(1, 5), _mean_lists(quartiles[layer]), marker="o", label=layer)
+    ax.set_xticks(range(1, 5))
+    ax.set_xlabel("clustering-coefficient quartile of the recent neighbourhood")
+    ax.set_ylabel("expected curvature Σ p κ")
+    ax.legend(fontsize=7)
+    save_figure(fig, path)
+    return True

@@ -1,7 +1,8 @@
-"""Extra leaderboard tables for SPHERE: the issue's targets that need more than a cell mean (r_e higher at every
-stage boundary, by the pages' rule ``zoo.leaderboard.compare``; the speed ratio), the success matrix per stage,
-r_e(K) per stage (a table, every seed, and a figure), routing load per task and speed, all read from the records'
-``extra`` (see ``ContinualPPO.extra_results``) and the newest ``zoo bench sphere --leaderboard`` file.
+"""SPHERE's own page sections (declared in ``spec.TABLES``): the issue's targets that need more than a cell mean
+(r_e higher at every stage boundary, by the pages' rule ``zoo.leaderboard.compare``; the speed ratio), the success
+matrix per stage, r_e(K) per stage (a table, every seed, and a figure), routing load per task and speed, all read
+from the records' ``extra`` (see ``ContinualPPO.extra_results``) and the newest ``zoo bench sphere --leaderboard``
+file.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from pathlib import Path
 
 from zoo.bench.claims import NO_PROVENANCE, claim, claims_table, has_provenance, no_record, provenance_line
 from zoo.leaderboard.compare import BETTER, holm, paired
-from zoo.leaderboard.record import results_dir
-from zoo.leaderboard.render import fmt_value
+from zoo.leaderboard.numbers import fmt_value
 from zoo.leaderboard.targets import IMPROVES, Verdict, claim_met, verdict_table
+from zoo.registry import repository_root
 
 SPEED_TARGET = 0.7
 SPHERE_NAME, MOE_NAME = "SPHERE", "MoE PPO"
@@ -114,8 +115,9 @@ def _stage_mean(curves: list[list[float]]) -> list[float]:
     return [statistics.fmean(c[i] for c in curves) for i in range(len(curves[0]))]
 
 
-def _latest_bench() -> tuple[str, dict] | None:
-    files = sorted((results_dir("sphere") / "bench").glob("*.json"))
+def _latest_bench(folder: Path) -> tuple[str, dict] | None:
+    """The newest ``zoo bench sphere --leaderboard`` file in ``folder``, by its date."""
+    files = sorted(folder.glob("*.json"))
     if not files:
         return None
     benches = [(p.name, json.loads(p.read_text())) for p in files]
@@ -137,8 +139,9 @@ def speed_verdict(bench: dict) -> list:
     return [claim(target, where, ours, [m["env_steps_per_s"] / d["env_steps_per_s"] - SPEED_TARGET for m, d in pairs])]
 
 
-def bench_lines(latest: tuple[str, dict] | None) -> list[str]:
-    """The speed table of the newest ``zoo bench sphere --leaderboard`` record, its target and provenance."""
+def bench_lines(latest: tuple[str, dict] | None, leaderboard: Path | None = None) -> list[str]:
+    """The speed table of the newest ``zoo bench sphere --leaderboard`` record, its target and provenance (a link
+    relative to ``leaderboard``, default this checkout's)."""
     if latest is None:
         return []
     name, bench = latest
@@ -159,7 +162,8 @@ def bench_lines(latest: tuple[str, dict] | None) -> list[str]:
     lines += ["", f"Settings: {json.dumps(bench.get('settings', {}))}.", ""]
     lines += claims_table(speed_verdict(bench)) if speed_verdict(bench) else []
     if has_provenance(bench):
-        lines += ["", provenance_line(results_dir("sphere") / "bench" / name, bench)]
+        folder = (leaderboard or repository_root() / "leaderboard") / "results" / "sphere" / "bench"
+        lines += ["", provenance_line(folder / name, bench, leaderboard)]
     else:
         lines += ["", f"{name}: no commit or source hash (written before benchmark records carried them)."]
     lines.append("")
@@ -198,20 +202,19 @@ def per_seed_lines(by_method: dict[str, list]) -> list[str]:
     ]
 
 
-def rank_figure(by_method: dict[str, list], results: Path) -> list[str]:
+def rank_figure(page, path) -> bool:
     """r_e(K) at each stage boundary of the sequence rows, one line per method (mean over seeds) with each seed as
-    a dot, drawn into ``results/figures``; drawn only into a checkout that holds this task's records."""
+    a dot."""
     curves = {
         method: [stage_ranks(r.extra or {}) for r in recs if len((r.extra or {}).get("success_matrix") or []) > 1]
-        for method, recs in sorted(by_method.items())
+        for method, recs in sorted(_by_method(page.records).items())
     }
     curves = {m: [c for c in cs if c] for m, cs in curves.items() if any(cs)}
-    if not results.is_dir() or not curves:
-        return []
+    if not curves:
+        return False
     from zoo.utils.figures import pyplot, save_figure
 
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    fig, ax = pyplot().subplots(figsize=(5.2, 3.4))
     for i, (method, cs) in enumerate(curves.items()):
         color = f"C{i}"
         for c in cs:
@@ -223,33 +226,42 @@ def rank_figure(by_method: dict[str, list], results: Path) -> list[str]:
     ax.set_ylabel("r_e(K), actor NTK")
     ax.set_xticks(range(1, max(len(c) for cs in curves.values() for c in cs) + 1))
     ax.legend(fontsize=7)
-    rel = "figures/effective_rank_by_stage.png"
-    save_figure(fig, results / rel)
-    return [f"![r_e(K) at each stage boundary](results/sphere/{rel})", ""]
+    save_figure(fig, path)
+    return True
 
 
-def sphere_tables(records, results: Path | None = None) -> str:
-    """Markdown: targets needing more than a cell mean, success matrices, r_e per stage (table, every run, figure
-    drawn into ``results``, default this checkout's ``leaderboard/results/sphere``), routing by task, speed."""
-    results = results_dir("sphere") if results is None else Path(results)
-    lines = bench_lines(_latest_bench())
-    if not records:
-        return "\n".join(lines) + "\n" if lines else ""
+def _by_method(records) -> dict[str, list]:
     by_method: dict[str, list] = defaultdict(list)
     for rec in records:
         by_method[rec.method].append(rec)
-    lines += [
+    return by_method
+
+
+def speed(page) -> list[str]:
+    """The newest ``zoo bench sphere --leaderboard`` record's speed table and target."""
+    return bench_lines(_latest_bench(page.results / "bench"), page.leaderboard)
+
+
+def targets(page) -> list[str]:
+    """The per-stage r_e target, judged on the success matrices' runs."""
+    if not page.records:
+        return []
+    return [
         "## Targets judged on the success matrices",
         "",
         "Columns as in the Targets table (the same rule, `zoo.leaderboard.compare`): each boundary's r_e(K), paired "
         "by seed, Holm-corrected over the boundaries.",
         "",
-        *target_lines(by_method),
-        "",
-        "## Success matrix (mean over seeds): row = after training on that task, column = task evaluated",
-        "",
+        *target_lines(_by_method(page.records)),
     ]
-    for method, recs in sorted(by_method.items()):
+
+
+def success_matrices(page) -> list[str]:
+    """The success matrix of each (method, dataset), mean over seeds."""
+    if not page.records:
+        return []
+    lines = ["## Success matrix (mean over seeds): row = after training on that task, column = task evaluated", ""]
+    for method, recs in sorted(_by_method(page.records).items()):
         for ds in sorted({r.dataset for r in recs}):
             extras = [r.extra or {} for r in recs if r.dataset == ds]
             matrix, tasks = mean_matrix(extras), (extras[0].get("tasks") or [])
@@ -259,13 +271,26 @@ def sphere_tables(records, results: Path | None = None) -> str:
             lines.append("|---" * (len(tasks) + 1) + "|")
             lines += [f"| {tasks[i]} | " + " | ".join(f"{v:.2f}" for v in row) + " |" for i, row in enumerate(matrix)]
             lines.append("")
-    lines += ["## r_e(K) of the actor's empirical NTK at each stage boundary (mean over seeds)", ""]
+    return lines
+
+
+def ranks(page) -> list[str]:
+    """r_e(K) per stage of each (method, dataset), mean over seeds."""
+    if not page.records:
+        return []
+    lines = ["## r_e(K) of the actor's empirical NTK at each stage boundary (mean over seeds)", ""]
     lines += ["| method | dataset | r_e per stage |", "|---|---|---|"]
-    for method, recs in sorted(by_method.items()):
+    for method, recs in sorted(_by_method(page.records).items()):
         for ds in sorted({r.dataset for r in recs}):
             curve = _stage_mean([stage_ranks(r.extra or {}) for r in recs if r.dataset == ds])
             lines.append(f"| {method} | {ds} | {', '.join(f'{v:.1f}' for v in curve) or '—'} |")
-    lines += ["", *rank_figure(by_method, results), *per_seed_lines(by_method)]
+    return lines
+
+
+def runs(page) -> list[str]:
+    """Every sequence run (``per_seed_lines``), then the expert load per task of every run's final policy."""
+    by_method = _by_method(page.records)
+    lines = per_seed_lines(by_method)
     routing = []
     for method, recs in sorted(by_method.items()):
         for rec in sorted(recs, key=lambda r: (r.dataset, r.seed)):
@@ -287,4 +312,4 @@ def sphere_tables(records, results: Path | None = None) -> str:
             "|---|---|---|---|",
             *routing,
         ]
-    return "\n".join(lines) + "\n"
+    return lines

@@ -3,6 +3,7 @@ imports nothing heavy."""
 
 from __future__ import annotations
 
+from zoo.leaderboard.tables import Column, Section, Table
 from zoo.leaderboard.targets import AtLeast, BeatsOnAverage
 from zoo.registry import BenchmarkRow, ConformanceCase, MatrixRow, TaskSpec
 from zoo.tuning.space import Float
@@ -191,7 +192,7 @@ TIMEMODE = TaskSpec(
     metrics=METRICS,
     datasets=("ts-corpus", "ETT-small", "weather"),
     catalog="zoo_tasks.timeseries.generation.datasets:DATASETS",
-    extra_tables="zoo_tasks.timeseries.generation.tables:timemode_tables",
+    extra_tables="zoo_tasks.timeseries.generation.spec:TABLES",
     benchmarks={"timemode-speed": "zoo_tasks.timeseries.generation.bench:main"},
     targets=TARGETS,
     dense_twins=(("timemode", "dense"),),
@@ -223,5 +224,25 @@ TIMEMODE = TaskSpec(
             datasets=("ts-corpus",),
             refuses=("expert_choice",),
         ),
+    ),
+)
+
+# The page's own sections (``zoo.leaderboard.tables``), after the generic ones.
+TABLES = (
+    Section("zoo_tasks.timeseries.generation.tables:per_domain"),
+    Table(
+        "Expert specialisation (test-time generation)",
+        note="Normalised mutual information between the expert a token is routed to and the diffusion-timestep band "
+        "(4 bands) or the evaluation case (domain / unseen domain at k), from the routed slots of every mixture layer "
+        "while sampling: 0 = experts ignore it, 1 = the expert determines it. Heatmaps: `expert_load_band.png`, "
+        "`expert_load_domain.png` in each run folder.",
+        rows=("method", "dataset"),
+        columns=(
+            Column("NMI(expert; band)", "extra.expert_load.nmi_expert_band"),
+            Column("NMI(expert; case)", "extra.expert_load.nmi_expert_group"),
+            Column("runs"),
+        ),
+        methods=("timemode", "no_prompt", "no_timestep"),
+        order="benchmark",
     ),
 )

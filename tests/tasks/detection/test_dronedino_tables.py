@@ -5,7 +5,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import zoo_tasks.detection.tables as tables
-from zoo_tasks.detection.tables import LOAD_FIGURE, expert_load_tables, plot_expert_load
+from zoo.leaderboard.draw import draw_tables
+from zoo_tasks.detection.spec import DRONEDINO
+from zoo_tasks.detection.tables import LOAD_FIGURE, plot_expert_load
+
+
+def expert_load_tables(records, leaderboard, current):
+    """The page's declared sections, drawn by the one renderer from ``leaderboard``."""
+    return draw_tables(DRONEDINO, records, leaderboard=leaderboard, current=current)
 
 
 def _all_current(record):
@@ -26,15 +33,15 @@ def test_expert_load_table_reports_peak_and_task_distance(tmp_path):
             _record("unified_topk", [0.5, 0.5, 0, 0], [0.5, 0.5, 0, 0]),
             _record("dronedino", [0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5]),
         ],
-        results=tmp_path,
-        current=_all_current,
+        tmp_path,
+        _all_current,
     )
     assert "| IR+RGB 4:1 | unified_topk | ir | 1 | 2.000 | 0.50 / 0.50 / 0.00 / 0.00 |" in text
     assert "unified_topk: IR-RGB load distance (L1, mean over layers) 0.000" in text
     assert "dronedino: IR-RGB load distance (L1, mean over layers) 2.000" in text
     assert "°" not in text
     no_loads = [SimpleNamespace(dataset="d", method="dino", extra={})]
-    assert expert_load_tables(no_loads, results=tmp_path, current=_all_current) == ""
+    assert expert_load_tables(no_loads, tmp_path, _all_current) == ""
 
 
 def test_expert_load_figure_is_drawn_from_the_records_and_shown_on_the_page(tmp_path):
@@ -42,11 +49,12 @@ def test_expert_load_figure_is_drawn_from_the_records_and_shown_on_the_page(tmp_
         _record("unified_topk", [0.5, 0.5, 0, 0], [0.5, 0.5, 0, 0]),
         _record("dronedino", [1, 0, 0, 0], [0, 1, 0, 0]),
     ]
-    assert "expert_load.png" not in expert_load_tables(records, results=tmp_path, current=_all_current)
-    plot_expert_load(records, tmp_path / LOAD_FIGURE, current=_all_current)
-    assert (tmp_path / LOAD_FIGURE).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "expert_load.png" not in expert_load_tables(records, tmp_path, _all_current)
+    figure = tmp_path / "results" / "dronedino" / LOAD_FIGURE
+    plot_expert_load(records, figure, current=_all_current)
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "![dynamic-expert load per task](results/dronedino/expert_load.png)" in expert_load_tables(
-        records, results=tmp_path, current=_all_current
+        records, tmp_path, _all_current
     )
 
 
@@ -59,7 +67,7 @@ def test_rows_and_panels_of_runs_that_are_not_current_carry_the_pages_mark(tmp_p
     def only_topk_current(record):
         return record.method == "unified_topk"
 
-    text = expert_load_tables(records, results=tmp_path, current=only_topk_current)
+    text = expert_load_tables(records, tmp_path, only_topk_current)
     assert "| IR+RGB 4:1 | dronedino ° | ir |" in text
     assert "| IR+RGB 4:1 | unified_topk | ir |" in text
     assert "- IR+RGB 4:1, dronedino °: IR-RGB load distance" in text

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import yaml
 
+from zoo.leaderboard.draw import draw_tables
 from zoo.leaderboard.record import RunRecord
 from zoo.leaderboard.results_table import ResultTable
 from zoo.leaderboard.targets import AtLeast, BeatsOnAverage
 from zoo_tasks.graphs.spec import C2GMOE, CORA_TARGET_ACC, TU_DATASETS
-from zoo_tasks.graphs.tables import diagnostics_tables
 
 
 def _rec(method: str, dataset: str, acc: float, seed: int = 0, diag: dict | None = None) -> RunRecord:
@@ -47,7 +47,7 @@ def test_targets_are_issue_5s_claims_judged_on_the_records():
 def test_extra_tables_keep_the_diagnostics_and_leave_the_targets_to_the_spec():
     diag = {"homogeneity": 0.2, "load_entropy": 0.9}
     gmoe = {**diag, "homogeneity": 0.5}
-    text = diagnostics_tables([_rec("c2gmoe", "Cora", 0.8, diag=diag), _rec("gmoe", "Cora", 0.8, diag=gmoe)])
+    text = draw_tables(C2GMOE, [_rec("c2gmoe", "Cora", 0.8, diag=diag), _rec("gmoe", "Cora", 0.8, diag=gmoe)])
     assert "| Cora | c2gmoe | 1 | 0.200 | 0.900 |" in text and "| Cora | gmoe | 1 | 0.500 | 0.900 |" in text
     # one run a method: the leaderboard's rule calls no difference on it (n < 3 pairs)
     assert (
@@ -61,7 +61,7 @@ def test_extra_tables_keep_the_diagnostics_and_leave_the_targets_to_the_spec():
     ]
     assert (
         "- expert homogeneity lower than GMoE: better on 1 of 1 datasets (Cora: 0.210 vs 0.510, better)"
-        in diagnostics_tables(seeds)
+        in draw_tables(C2GMOE, seeds)
     )
     assert "0.830" not in text and "How the methods are built" not in text  # targets: spec; prose: notes file
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from zoo.leaderboard.draw import draw_tables
 from zoo.leaderboard.record import RunRecord
-from zoo_tasks.graphs.dynamic.tables import dygmoce_tables
+from zoo_tasks.graphs.dynamic.spec import DYGMOCE
 
 
 def _rec(seed: int, kappa: list[float], profile: list[float], rho: float) -> RunRecord:
@@ -21,13 +22,16 @@ def _rec(seed: int, kappa: list[float], profile: list[float], rho: float) -> Run
 
 def test_diagnostics_average_runs_and_draw_figures(tmp_path):
     records = [_rec(0, [-1.0, 0.0, 1.0], [0.2, 0.5, 0.3], 0.4), _rec(1, [-0.5, 0.0, 0.5], [0.4, 0.5, 0.1], 0.2)]
-    text = dygmoce_tables(records, results=tmp_path)
+    results = tmp_path / "results" / "dygmoce"
+    results.mkdir(parents=True)  # figures are drawn only into a checkout holding the task's records
+    text = draw_tables(DYGMOCE, records, leaderboard=tmp_path)
     row = "| block0.ffn | [-0.75, 0.00, 0.75] | 0.550 | [0.300, 0.500, 0.200] | 0.300 | [-0.20, 0.00, 0.10, 0.30] |"
     assert row in text
-    assert (tmp_path / "figures" / "routing_by_curvature_rank.png").stat().st_size > 0
-    assert (tmp_path / "figures" / "curvature_vs_clustering.png").stat().st_size > 0
+    assert (results / "figures" / "routing_by_curvature_rank.png").stat().st_size > 0
+    assert (results / "figures" / "curvature_vs_clustering.png").stat().st_size > 0
+    assert "![routing by curvature rank](results/dygmoce/figures/routing_by_curvature_rank.png)" in text
 
 
 def test_no_dygmoce_runs_no_section(tmp_path):
-    text = dygmoce_tables([], results=tmp_path, leaderboard=tmp_path)
+    text = draw_tables(DYGMOCE, [], leaderboard=tmp_path)
     assert "Curvature experts" not in text and "| no benchmark record |" in text  # the speed claim stays

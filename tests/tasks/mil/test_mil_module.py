@@ -11,9 +11,9 @@ import pytorch_lightning as pl
 import torch
 from zoo_testing import quiet_trainer
 
+from zoo.leaderboard.draw import draw_tables
 from zoo_tasks.mil.mil_data import MUSK1DataModule
 from zoo_tasks.mil.module import MILModule
-from zoo_tasks.mil.tables import mammoth_tables
 
 
 class _LossHistory(pl.Callback):
@@ -56,7 +56,7 @@ def test_reproduce_one_row_through_the_cli(data_mirror, tmp_path):
     assert record.extra["rank"] >= 1 and (tmp_path / "run").is_dir()
     assert record.extra["dispatch_plot"].endswith("dispatch.png")
     assert Path(record.extra["dispatch_plot"]).stat().st_size > 1000
-    page = mammoth_tables([record])
+    page = draw_tables(spec, [record])
     assert "### MUSK1" in page and "| ABMIL | 1 |" in page and "Δ acc" in page
 
 

@@ -5,6 +5,7 @@ import json
 
 from zoo_testing import make_record
 
+from zoo.leaderboard.draw import draw_tables
 from zoo.leaderboard.results_table import ResultTable
 from zoo.leaderboard.targets import targets_section
 from zoo_tasks.rl.spec import SCALEMOE
@@ -48,12 +49,12 @@ def test_dense_twin_more_than_10_percent_below_published_misses():
     assert "| n too small | not yet judged |" in "\n".join(targets_section(SCALEMOE.targets, one_seed))
 
 
-def test_speed_target_reads_the_newest_benchmark_per_width(tmp_path, monkeypatch):
+def test_speed_target_reads_the_newest_benchmark_per_width(tmp_path):
     from zoo.bench.provenance import BenchRun
     from zoo_tasks.rl import tables
 
-    bench_dir = tmp_path / "bench"
-    bench_dir.mkdir()
+    bench_dir = tmp_path / "results" / "scalemoe" / "bench"
+    bench_dir.mkdir(parents=True)
 
     def write(name, date, width, ratios, provenance=True):
         def result(ratio):
@@ -76,14 +77,13 @@ def test_speed_target_reads_the_newest_benchmark_per_width(tmp_path, monkeypatch
     write("old.json", "2026-01-01T00:00:00Z", 512, [0.9, 0.9, 0.9])
     write("new.json", "2026-02-01T00:00:00Z", 512, [0.62, 0.60, 0.61])
     write("typed.json", "2026-01-01T00:00:00Z", 128, [0.9, 0.9, 0.9], provenance=False)
-    monkeypatch.setattr(tables, "results_dir", lambda task: tmp_path)
-    verdicts = tables.speed_verdicts(tables._latest_benches())
+    verdicts = tables.speed_verdicts(tables._latest_benches(bench_dir))
     assert [(v.target, v.where, v.ours, v.met) for v in verdicts] == [
         ("scalemoe-output env steps/s ≥ 0.7x dense", "critic width 128 (benchmark)", "0.90x", None),
         ("scalemoe-output env steps/s ≥ 0.7x dense", "critic width 512 (benchmark)", "0.61x", False),
     ]
     assert verdicts[0].outcome.startswith("no benchmark record") and verdicts[1].comparison.n == 3
-    page = tables.scalemoe_tables([])
+    page = draw_tables(SCALEMOE, [], leaderboard=tmp_path)
     assert "| critic width 512 (benchmark) | 0.61x | 3 |" in page and "| worse ✗ | not met |" in page
     assert "| critic width 128 (benchmark) | 0.90x | — | — | no benchmark record" in page
     assert "new.json" in page and "old.json" not in page

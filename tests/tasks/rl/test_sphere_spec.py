@@ -4,10 +4,17 @@ CW10's order, the gate's router is a config key, and the extra tables judge the 
 import pytest
 from zoo_testing import make_record
 
+from zoo.leaderboard.draw import draw_tables
 from zoo.registry import get_task
 from zoo_tasks.rl.continual.metaworld_envs import CW10
 from zoo_tasks.rl.continual.spec import METHODS, SEQUENCE, SINGLE, SPHERE, STEPS_PER_TASK
-from zoo_tasks.rl.continual.tables import load_spread, mean_matrix, sphere_tables, stage_ranks
+from zoo_tasks.rl.continual.tables import load_spread, mean_matrix, stage_ranks
+
+
+def sphere_tables(records, leaderboard):
+    """The page's declared sections, drawn by the one renderer into ``leaderboard``'s results folder."""
+    (leaderboard / "results" / "sphere").mkdir(parents=True, exist_ok=True)
+    return draw_tables(SPHERE, records, leaderboard=leaderboard)
 
 
 def test_registered_with_its_benchmark_program():
@@ -87,7 +94,7 @@ def test_extra_tables_judge_the_rank_at_every_stage_by_the_pages_rule(tmp_path):
         make_record("sphere", "MoE PPO", ds, {"test/avg_success": 0.3}, seed=0,
                     extra=_extra([[0.8, 0.0], [0.2, 0.4]], [15.0, 19.0], {"a": [0.5, 0.5], "b": [0.5, 0.5]})),
     ]  # fmt: skip
-    page = sphere_tables(recs, results=tmp_path)
+    page = sphere_tables(recs, tmp_path)
     # one seed each: every boundary "n too small"; the 1.5x success ratio is the spec's BeatsBy, not judged here
     assert (
         "| SPHERE r_e(K) > MoE PPO's after task 1 | seq (Holm over 2) | 20.0 vs 15.0 | 1 | +5.0000 | n too small |"
@@ -99,7 +106,7 @@ def test_extra_tables_judge_the_rank_at_every_stage_by_the_pages_rule(tmp_path):
                     extra=_extra([[0.9, 0.1], [0.5, 0.7]], [r1 + s, r2 - s / 2], {}))
         for name, r1, r2 in (("SPHERE", 20.0, 18.0), ("MoE PPO", 15.0, 18.5)) for s in range(3)
     ]  # fmt: skip
-    judged = sphere_tables(three, results=tmp_path)
+    judged = sphere_tables(three, tmp_path)
     assert "| 21.0 vs 16.0 | 3 | +5.0000 [+5.0000, +5.0000] at 97.5% | better ✓ | met |" in judged
     assert "| 17.5 vs 18.0 | 3 | -0.5000 [-0.5000, -0.5000] | worse ✗ | not met |" in judged
     summary = (
@@ -114,7 +121,7 @@ def test_extra_tables_judge_the_rank_at_every_stage_by_the_pages_rule(tmp_path):
 
 def test_targets_are_judged_only_where_sphere_or_moe_ppo_ran(tmp_path):
     single = make_record("sphere", SINGLE, "a alone", {"test/avg_success": 0.9}, extra=_extra([[0.9]], [20.0], {}))
-    page = sphere_tables([single], results=tmp_path)
+    page = sphere_tables([single], tmp_path)
     assert "a alone | needs" not in page  # a single-task row is no place for the SPHERE vs MoE PPO targets
     assert "| the sequence | needs SPHERE and MoE PPO runs | — | — | — | not yet judged |" in page
 
@@ -128,8 +135,8 @@ def test_every_sequence_run_gets_a_row_and_the_rank_target_is_also_judged_seed_b
                     extra=_extra([[0.8, 0.0], [0.6, 0.4]], ranks, {}))
         for name, runs in (("SPHERE", sphere), ("MoE PPO", moe)) for ranks, seed in runs
     ]  # fmt: skip
-    page = sphere_tables(recs, results=tmp_path)
+    page = sphere_tables(recs, tmp_path)
     assert "seed by seed: 1 of 2 above at every boundary" in page  # information beside the paired verdicts
     assert "| SPHERE | 1 | 0.8 0.4 | 0.6 0.4 | 0.50 | 0.25 | 14.0, 13.0 |" in page
-    assert (tmp_path / "figures" / "effective_rank_by_stage.png").stat().st_size > 0
+    assert (tmp_path / "results" / "sphere" / "figures" / "effective_rank_by_stage.png").stat().st_size > 0
     assert "](results/sphere/figures/effective_rank_by_stage.png)" in page

@@ -2,7 +2,8 @@
 
 from zoo_testing import make_record
 
-from zoo_tasks.splatting.tables import moe_gs_tables
+from zoo.leaderboard.draw import draw_tables
+from zoo_tasks.splatting.spec import MOE_GS
 
 
 def test_pruning_curve_and_distillation_tables_from_the_records(tmp_path):
@@ -13,13 +14,14 @@ def test_pruning_curve_and_distillation_tables_from_the_records(tmp_path):
         make_record("moe_gs", "distilled", "s", distilled, extra={"student": "trajectory"}),
         make_record("moe_gs", "mlp", "s", {"test/psnr": 28.9}),
     ]  # fmt: skip
-    (tmp_path / "plots").mkdir()
-    (tmp_path / "plots" / "test_000_weights.png").write_bytes(b"")
-    text = moe_gs_tables(records, tmp_path)
+    plots = tmp_path / "results" / "moe_gs" / "plots"
+    plots.mkdir(parents=True)
+    (plots / "test_000_weights.png").write_bytes(b"")
+    text = draw_tables(MOE_GS, records, leaderboard=tmp_path)
     assert "| kept | 100 % | 50 % | 10 % | 2 % |" in text
     assert "| test/psnr (dB) | 29.00 | 29.00 | 28.50 | 24.00 |" in text
     assert "| trajectory | 28.30 | 28.70 | 29.00 |" in text
     assert "![test_000_weights](results/moe_gs/plots/test_000_weights.png)" in text
-    rest = moe_gs_tables(records[2:], tmp_path / "none", leaderboard=tmp_path / "none")
+    rest = draw_tables(MOE_GS, records[2:], leaderboard=tmp_path / "none")
     assert "kept" not in rest and "Distillation" not in rest  # no MoE-GS or distilled rows: only the speed claim
     assert rest.startswith("## Rasteriser speed") and "| no benchmark record |" in rest

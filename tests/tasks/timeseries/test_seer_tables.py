@@ -1,13 +1,13 @@
 """SEER's leaderboard page: the targets declared in tasks/timeseries/spec.py as judged by the generic renderer, and
-the task's own figures (tasks/timeseries/tables.py): the robustness layout and the diagnostics from old records
-(expert load in ``extra``) and new ones (expert load in the routing summary)."""
+the task's own sections (declared in spec.TABLES, drawn by zoo.leaderboard.draw): the robustness layout and the
+diagnostics from old records (expert load in ``extra``) and new ones (expert load in the routing summary)."""
 
 from __future__ import annotations
 
+from zoo.leaderboard.draw import draw_tables
 from zoo.leaderboard.record import RunRecord
 from zoo.leaderboard.render import render_task
 from zoo_tasks.timeseries.spec import HORIZONS, SEER
-from zoo_tasks.timeseries.tables import seer_tables
 
 
 def _record(method, dataset, mse, seed=0, **extra_metrics):
@@ -75,7 +75,7 @@ def test_robustness_layout_shows_every_method_under_each_condition():
         _record("patchtst", "ETTh1/96", 0.41),
         _record("patchtst", "ETTh1/192", 0.42),  # no SEER or dense run: no robustness row
     ]
-    text = seer_tables(records)
+    text = draw_tables(SEER, records)
     assert "| ETTh1/96 | 0.380 / 0.390 / 0.410 | — / — / — | — / — / — | 0.400 / 0.450 / — |" in text
     assert "| ETTh1/192 |" not in text
 
@@ -99,7 +99,7 @@ def test_diagnostics_read_the_expert_load_from_old_extras_and_new_routing_summar
     new = _record("seer", "ETTh1/192", 0.44)
     new.extra = {"diagnostics": {"clean": {"replaced_fraction": 0.25}}}
     new.routing = {"test": {"net.embedding.moe": {"load": [0.5, 0.25, 0.25, 0.0]}}}  # RoutingSummary.to_dict()
-    text = seer_tables([old, new])
+    text = draw_tables(SEER, [old, new])
     assert "| ETTh1/96 | 50.00% / — / — / — | 0.75 0.25 | 0.50 |" in text
     # cv of (0.5, 0.25, 0.25, 0): population std 0.1768 / mean 0.25
     assert "| ETTh1/192 | 25.00% / — / — / — | 0.50 0.25 0.25 0.00 | 0.71 |" in text

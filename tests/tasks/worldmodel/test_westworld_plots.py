@@ -3,8 +3,9 @@ from types import SimpleNamespace
 
 import torch
 
+from zoo.leaderboard.draw import draw_tables
 from zoo_tasks.worldmodel.plots import gate_heatmap, rollout_figure
-from zoo_tasks.worldmodel.tables import westworld_tables
+from zoo_tasks.worldmodel.spec import WESTWORLD
 
 
 def test_figures_are_written(tmp_path):
@@ -29,7 +30,7 @@ def test_tables_pool_scaling_and_gates():
         rec("dense", "scaling: 6 robots", 0.8),
         rec("trajworld", "zero-shot (Walker2d, Hopper)", 0.1),
     ]
-    md = westworld_tables(records, results=Path("/nonexistent-results-folder"))
+    md = draw_tables(WESTWORLD, records, leaderboard=Path("/nonexistent-leaderboard-folder"))
     assert "| westworld | 0.900 | — | 0.600 |" in md
     assert "| dense | — | 0.800 | — |" in md
     assert "| gym_hopper | 0.50 | 0.50 |" in md  # the last block, averaged over the two seeds
@@ -46,11 +47,12 @@ def test_page_figures_are_drawn_from_the_records(tmp_path):
         rec("westworld", "zero-shot (Walker2d, Hopper)", 0.5, [0.25, 0.75]),
         rec("westworld", "zero-shot (Walker2d, Hopper)", 0.7, [0.75, 0.25]),
     ]
-    (tmp_path / "plots").mkdir()
-    (tmp_path / "plots" / "gym_hopper.png").write_bytes(b"png")
-    md = westworld_tables(records, results=tmp_path)
-    assert (tmp_path / "figures" / "scaling.png").stat().st_size > 1000
-    assert (tmp_path / "figures" / "system_gate.png").stat().st_size > 1000
+    results = tmp_path / "results" / "westworld"
+    (results / "plots").mkdir(parents=True)
+    (results / "plots" / "gym_hopper.png").write_bytes(b"png")
+    md = draw_tables(WESTWORLD, records, leaderboard=tmp_path)
+    assert (results / "figures" / "scaling.png").stat().st_size > 1000
+    assert (results / "figures" / "system_gate.png").stat().st_size > 1000
     assert "![scaling](results/westworld/figures/scaling.png)" in md
     assert "![gym_hopper](results/westworld/plots/gym_hopper.png)" in md
-    assert not (tmp_path.parent / "figures").exists()
+    assert not (tmp_path / "figures").exists()
