@@ -8,7 +8,11 @@ from zoo.registry import discover
 
 
 def test_benchmarks_come_from_the_core_and_the_task_specs():
-    assert cli.CORE_BENCHES == {"moe": "zoo.bench.moe:main", "ep": "zoo.bench.expert_parallel:main"}
+    assert cli.CORE_BENCHES == {
+        "moe": "zoo.bench.moe:main",
+        "ep": "zoo.bench.expert_parallel:main",
+        "tasks": "zoo.bench.tasks:main",
+    }
     found = cli.benches()
     assert found["moe"] == "zoo.bench.moe:main"
     for load in discover():

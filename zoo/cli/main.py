@@ -33,14 +33,15 @@ commands:
   tune TASK --row METHOD/DATASET [--trials N] [--router NAME]
                                     Optuna search on the validation metric only (the task's declared space);
                                     resumable study under runs/tune/, prints the chosen values
-  bench NAME [args]                 side-by-side benchmarks: moe, ep (expert parallel), and each task's (`zoo list`)
+  bench NAME [args]                 side-by-side benchmarks: moe, ep (expert parallel), tasks (every task's step vs
+                                    its dense twin), and each task's own (`zoo list`)
 
 environment: ZOO_DATA_DIR, ZOO_DATA_MIRROR (read-only dataset mirror), ZOO_CACHE_DIR (downloads, writable copies)
 """
 
 LIGHTNING_COMMANDS = ("fit", "validate", "test")
 # zoo's own benchmarks; every task adds its own through TaskSpec.benchmarks (zoo.registry.benchmarks)
-CORE_BENCHES = {"moe": "zoo.bench.moe:main", "ep": "zoo.bench.expert_parallel:main"}
+CORE_BENCHES = {"moe": "zoo.bench.moe:main", "ep": "zoo.bench.expert_parallel:main", "tasks": "zoo.bench.tasks:main"}
 
 
 def benches() -> dict[str, str]:

@@ -1,0 +1,195 @@
+"""``leaderboard/task_speed.md``: every task's training step, MoE method vs dense twin, rendered from the records of
+``zoo bench tasks`` only (the newest record of each task; a task without one says so).
+
+Targets (issue 62): the MoE step is at most ``TARGET_RATIO`` times its twin's on idle cores; a task whose steps advance
+an environment (its records carry environment steps: the RL agents) is judged instead on environment steps per
+second, at least ``TARGET_ENV_SHARE`` of its twin's. Judged with ``zoo.bench.claims`` on the interleaved pairs of
+steps. Where a task misses its target, the page states the bound its own record measured: how much of the MoE step
+routing, dispatch and combine take (and what the step would be without them), and the expert GEMMs' share.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from zoo.bench.claims import claim, claims_table, no_record, provenance_line
+from zoo.bench.contention import LABELS, REGIMES
+from zoo.bench.phase_split import PHASES
+
+TARGET_RATIO = 1.3
+TARGET_ENV_SHARE = 0.8
+OVERHEAD = ("routing", "dispatch", "combine")
+PHASE_LABELS = {"routing": "routing", "dispatch": "dispatch", "experts": "expert GEMMs", "combine": "combine"}
+INTRO = (
+    "One training step of every task's benchmark config, its MoE method against its dense twin, on idle and "
+    "contended cores. A step is forward, backward and optimiser step; each number is the median of interleaved steps "
+    "in one process, and the MoE step's time is split into routing, dispatch, expert GEMMs and combine."
+)
+METHOD = (
+    "How (`zoo bench tasks`, `zoo.bench.tasks`): each task's first declared dense twin (`TaskSpec.dense_twins`) on the "
+    "first dataset both have a benchmark row for, built from the rows' configs and overrides as `zoo fit` builds them, "
+    "on the real data. Both models' `trainer.fit` run in one process and take turns step by step "
+    "(`zoo.bench.step_clock`); a step is Lightning's `on_train_batch_start` to `on_train_batch_end` (under manual "
+    "optimisation, the RL agents, the whole agent step: acting in the environment and the updates). Steps that train "
+    "nothing (an agent filling its buffer) and the warm-up steps are not timed. The split comes from further steps "
+    "under `torch.profiler`, the mixture parts bracketed from outside `zoo.moe` (`zoo.bench.phase_split`: forward "
+    "ranges, backward nodes by sequence number; 'expert GEMMs' is the experts' whole computation, their GEMMs and what "
+    "runs between them); its shares are of the profiled step, which the profiler slows (its step time is in the "
+    'records); "—": the instrumentation saw no such part (e.g. experts computed inline by the task).'
+)
+
+
+def newest_records(folder: Path) -> dict[str, tuple[Path, dict]]:
+    """Task -> (file, record): the newest (by ``date``, then file name) ``zoo bench tasks`` record of each task."""
+    found: dict[str, tuple[Path, dict]] = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        record = json.loads(path.read_text())
+        if record.get("bench") != "tasks" or not record.get("task"):
+            continue
+        held = found.get(record["task"])
+        if held is None or (record.get("date", ""), path.name) >= (held[1].get("date", ""), held[0].name):
+            found[record["task"]] = (path, record)
+    return found
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _share(split: dict | None, phase: str) -> str:
+    if not split or not split["phases"][phase]["ranges"]:
+        return "—"
+    p = split["phases"][phase]
+    return f"{100 * (p['forward_ms'] + p['backward_ms']) / split['profiled_step_ms']:.0f} %"
+
+
+def _env(numbers: dict) -> str:
+    moe, dense = numbers["moe"].get("median_env_steps_per_s"), numbers["dense"].get("median_env_steps_per_s")
+    if moe is None or dense is None:
+        return "—"
+    return f"{moe:.0f} / {dense:.0f} ({numbers['env_share']:.2f}×)"
+
+
+def _pair(record: dict) -> str:
+    pair = record.get("pair") or {}
+    if not pair:
+        return "—"
+    return f"{pair['moe']['method']} vs {pair['dense']['method']} ({pair['moe']['dataset']})"
+
+
+def table_row(task: str, record: dict | None, regime: str) -> str:
+    """One task's row of a regime's table (a one-line reason where it was not measured)."""
+    blank = " — |" * 9
+    if record is None:
+        return f"| {task} | no benchmark record |{blank}"
+    numbers = (record.get("regimes") or {}).get(regime)
+    if record.get("status") != "measured" or not numbers or numbers.get("status") != "measured":
+        why = (numbers or {}).get("reason") or record.get("reason") or "not run in this regime"
+        return f"| {task} | {record.get('status', '?')}: {why} |{blank}"
+    moe, dense = numbers["moe"], numbers["dense"]
+    split = moe.get("split")
+    tokens = split.get("tokens_per_call") if split else None
+    shares = " | ".join(_share(split, phase) for phase in PHASES)
+    return (
+        f"| {task} | {_pair(record)} | {_ms(moe['median_ms'])} | {_ms(dense['median_ms'])} | {numbers['ratio']:.2f}× | "
+        f"{_env(numbers)} | {shares} | {'—' if tokens is None else f'{tokens:.0f}'} |"
+    )
+
+
+def regime_table(regime: str, records: dict, tasks: list[str]) -> list[str]:
+    """A regime's section: one row per task."""
+    head = " | ".join(PHASE_LABELS[p] for p in PHASES)
+    return [
+        f"## {LABELS.get(regime, regime)}",
+        "",
+        "| task | MoE method vs dense twin (dataset) | MoE ms | twin ms | MoE / twin | env steps/s MoE / twin | "
+        f"{head} | tokens per routing call |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *(table_row(t, records.get(t, (None, None))[1], regime) for t in tasks),
+        "",
+    ]
+
+
+def judged_regime(record: dict) -> str | None:
+    """The regime the target is judged in: the first idle regime the record measured."""
+    for regime in REGIMES:
+        numbers = (record.get("regimes") or {}).get(regime)
+        if regime.startswith("idle") and numbers and numbers.get("status") == "measured":
+            return regime
+    return None
+
+
+def verdict(task: str, record: dict | None):
+    """The task's target row (``zoo.bench.claims``): step ratio ≤ 1.3× idle, or env steps/s ≥ 0.8× for agents."""
+    regime = judged_regime(record) if record else None
+    if record is None or regime is None:
+        reason = "no benchmark record" if record is None else f"not measured idle: {record.get('reason', '?')}"
+        return no_record(f"MoE / twin step ≤ {TARGET_RATIO}× idle", task, reason)
+    numbers = record["regimes"][regime]
+    if "env_share" in numbers:
+        gains = [share - TARGET_ENV_SHARE for share in numbers["pair_env_shares"]]
+        target = f"env steps/s ≥ {TARGET_ENV_SHARE}× the twin's ({regime})"
+        return claim(target, task, f"{numbers['env_share']:.2f}×", gains)
+    gains = [TARGET_RATIO - ratio for ratio in numbers["pair_ratios"]]
+    return claim(f"MoE / twin step ≤ {TARGET_RATIO}× ({regime})", task, f"{numbers['ratio']:.2f}×", gains)
+
+
+def bound_line(task: str, record: dict) -> str | None:
+    """For a task whose idle median misses its target: the bound its record measured, in one sentence."""
+    regime = judged_regime(record)
+    if regime is None:
+        return None
+    numbers = record["regimes"][regime]
+    env = "env_share" in numbers
+    if (numbers["env_share"] >= TARGET_ENV_SHARE) if env else (numbers["ratio"] <= TARGET_RATIO):
+        return None
+    split, moe_ms, dense_ms = numbers["moe"].get("split"), numbers["moe"]["median_ms"], numbers["dense"]["median_ms"]
+    if not split:
+        return f"- **{task}**: {numbers['ratio']:.2f}× ({regime}); no phase split was measured."
+    step = split["profiled_step_ms"]
+    phases = split["phases"]
+    overhead = sum(phases[p]["forward_ms"] + phases[p]["backward_ms"] for p in OVERHEAD) / step
+    gemms = (phases["experts"]["forward_ms"] + phases["experts"]["backward_ms"]) / step
+    unseen = [PHASE_LABELS[p] for p in PHASES if not phases[p]["ranges"]]
+    without = moe_ms * (1 - overhead) / dense_ms
+    calls = (
+        f"{split['routing_calls']} routing call(s) of {split['tokens_per_call']:.0f} tokens on average"
+        if (split.get("tokens_per_call"))
+        else "no zoo.moe router call seen"
+    )
+    text = (
+        f"- **{task}** ({numbers['ratio']:.2f}× the twin's step, {regime}): routing + dispatch + combine take "
+        f"{overhead:.0%} of the profiled MoE step ({calls}), the expert GEMMs {gemms:.0%}"
+        + (f" (not seen: {', '.join(unseen)})" if unseen else "")
+        + f"; without routing, dispatch and combine the step would be {without:.2f}× the twin's: "
+    )
+    if (1 / without >= TARGET_ENV_SHARE) if env else (without <= TARGET_RATIO):
+        return text + "the bound is that per-step overhead (sorting, gathers, scatters, small per-expert launches)."
+    rest = max(0.0, 1 - overhead - gemms)
+    return text + (
+        f"the bound is not the mixture's overhead but the MoE model's own work per step (expert GEMMs {gemms:.0%}, "
+        f"the rest of its step {rest:.0%}), more than its twin's."
+    )
+
+
+def render_page(records: dict[str, tuple[Path, dict]], tasks: list[str], page_dir: Path) -> str:
+    """The page, from ``records`` (``newest_records``) alone; ``tasks``: every registered task (one row each)."""
+    tasks = sorted(set(tasks) | set(records))
+    regimes = [r for r in REGIMES if any(r in (rec.get("regimes") or {}) for _, rec in records.values())]
+    regimes = regimes or ["idle-unset", "contended-unset"]
+    lines = ["# Task speed: MoE method vs dense twin, one training step (`zoo bench tasks`)", "", INTRO, "", METHOD, ""]
+    for regime in regimes:
+        lines += regime_table(regime, records, tasks)
+    verdicts = [verdict(t, records.get(t, (None, None))[1]) for t in tasks]
+    lines += ["## Targets", "", *claims_table(verdicts), ""]
+    bounds = [b for t in tasks if t in records for b in [bound_line(t, records[t][1])] if b]
+    lines += ["## Measured bounds", ""]
+    lines += bounds or ["No task measured idle misses its target."]
+    lines += ["", "## Records", ""]
+    lines += [f"- {t}: {provenance_line(*records[t], leaderboard=page_dir)}" for t in tasks if t in records]
+    lines += [f"- {t}: no benchmark record; `zoo bench tasks --task {t} --leaderboard` writes one." for t in tasks
+              if t not in records]  # fmt: skip
+    return "\n".join(lines) + "\n"
