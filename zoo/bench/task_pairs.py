@@ -54,21 +54,12 @@ def missing_requirement(spec: TaskSpec, pair: TwinPair) -> str | None:
     """One line naming a dataset or package the pair needs that this machine lacks (from the task's conformance cases
     of the same configs, else all of its cases: the catalogue datasets and packages they declare); None when
     nothing is missing. Datasets are located, never downloaded or hashed."""
-    import importlib
-
-    from zoo.data.resolve import locate
+    from zoo.conformance_run import missing_requirement as case_lacks
 
     cases = [c for c in spec.conformance if c.config in (pair.moe.config, pair.dense.config)] or spec.conformance
     for case in cases:
-        for module in case.packages:
-            try:
-                importlib.import_module(module)
-            except ImportError as exc:
-                return f"needs {module}, which does not import here ({str(exc).splitlines()[0]})"
-        for name in case.datasets:
-            found = locate(name)
-            if not found.present:
-                return found.skip_reason().splitlines()[0]
+        if reason := case_lacks(case):
+            return reason.splitlines()[0]
     return None
 
 
