@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     path = output_path(NAME, args.out, args.leaderboard)
     record = run.write({"args": vars(args) | {"out": None}, "rows": rows}, path, threads=2)
     if args.leaderboard:
-        page = record_folder(NAME).parents[2] / "expert_parallel.md"
+        page = record_folder(NAME).parents[2] / "expert_parallel_bench.md"
         page.write_text(render(record))
         print(f"wrote {page}")
     else:
