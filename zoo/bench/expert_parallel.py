@@ -204,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     path = output_path(NAME, args.out, args.leaderboard)
     record = run.write({"args": vars(args) | {"out": None}, "rows": rows}, path, threads=2)
     if args.leaderboard:
-        page = record_folder(NAME).parents[2] / "expert_parallel_bench.md"
+        folder = record_folder(NAME)
+        page = folder.parents[1] / f"{folder.name}.md"
         page.write_text(render(record))
         print(f"wrote {page}")
     else:

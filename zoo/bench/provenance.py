@@ -30,9 +30,9 @@ from pathlib import Path
 WRITER = "zoo.bench.provenance"
 # Modules a bench may import that only write or show records: left out of its source hash (not followed).
 NOT_MEASURING = (WRITER, "zoo.bench.claims", "zoo.bench.task_speed_page")
-# The layer benchmark's records lived in this folder before this module: its page reads them there. (A task's
+# A core bench's records live in the folder named after its page (``leaderboard/<folder>.md``). (A task's
 # bench whose records live in its own folder passes that folder to record_folder: the core names no task.)
-FOLDERS = {"moe": "moe_layer"}
+FOLDERS = {"moe": "moe_layer", "tasks": "task_speed", "ep": "expert_parallel_bench"}
 PROVENANCE_KEYS = ("commit", "source_hash", "machine")
 
 
