@@ -7,7 +7,9 @@ same global batch, and their checkpoints are world-size free.
 - resharding: a run saved at world 2 resumes at world 1 (``--ckpt_path last``) and a run saved at world 1 resumes
   at world 2; both end where three uninterrupted epochs at world 1 end;
 - Adam's state gathers into the one-process layout and shards back exactly (``zoo.distributed.optimizer_state``);
-- a model without ``zoo.moe.MoE`` layers is refused in one line.
+- a model without ``zoo.moe.MoE`` layers is refused in one line;
+- memory: each process builds only its experts (``zoo.distributed.local_build``), so experts over one process's
+  budget (``--trainer.strategy.max_expert_mib``) train at world 2 and are refused in one line at world 1.
 SGD, no shuffling, the datamodule shards the data itself (see tests/foundation/test_ddp.py for why).
 """
 
@@ -166,3 +168,31 @@ def test_a_model_without_moe_layers_is_refused_in_one_line(tmp_path, zoo_env):
     done = run_zoo([*args, "--trainer.default_root_dir", "dense"], zoo_env, tmp_path)
     assert done.returncode != 0
     assert "has no zoo.moe.MoE layer: use --trainer.strategy ddp" in done.stderr
+
+
+def test_experts_over_one_process_budget_train_at_world_2_and_are_refused_at_world_1(tmp_path, zoo_env):
+    # 8 experts of 512 -> 512 -> 512: 16.0 MiB of weights whole, 8.0 MiB a process at ep_size 2; the budget is 12
+    big = [
+        *COMMON,
+        *WORLD_2,
+        "--model.init_args.hidden",
+        "512",
+        "--model.init_args.num_experts",
+        "8",
+        "--trainer.strategy.max_expert_mib",
+        "12",
+        "--trainer.limit_train_batches",
+        "3",
+        "--trainer.limit_val_batches",
+        "1",
+        "--trainer.max_epochs",
+        "1",
+    ]
+    two = run_zoo([*big, "--trainer.default_root_dir", "two"], zoo_env, tmp_path)
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert _weights(tmp_path / "two")["block.experts.w1"].shape == (8, 512, 512)  # the checkpoint holds all 8
+    world_1 = ["--trainer.devices", "1", "--trainer.strategy.ep_size", "1"]
+    one = run_zoo([*big, *world_1, "--trainer.default_root_dir", "one"], zoo_env, tmp_path)
+    assert one.returncode != 0
+    assert "need 16.0 MiB of weights at ep_size 1, over its budget of 12.0 MiB" in one.stderr
+    assert "Traceback" not in one.stderr

@@ -292,8 +292,11 @@ class ZooCLI(LightningCLI):
                 return prebuilt.pop() if prebuilt else cls(*args, **kwargs)
 
             self.parser.add_instantiator(reuse, type(datamodule), subclasses=False, prepend=True)
+        from zoo.distributed.local_build import local_build
+
         try:
-            super().instantiate_classes()
+            with local_build(config.get("trainer")):  # expert parallel: each process builds only its experts
+                super().instantiate_classes()
         except ValueError as exc:  # jsonargparse wraps what a class's __init__ raised: show the user error itself
             user = user_error_in(exc)
             if user is None:

@@ -17,6 +17,10 @@ Checkpoints hold the one-process layout (``zoo.moe.gather_state_dict`` and this 
 at world 1 and the reverse, and ``--ckpt_path last`` and ``zoo test`` work at any world size: the weights load into
 the whole model before it is spread, and the optimizer state is cut to each rank's experts on load.
 
+Memory: ``zoo fit`` builds the model with only this process's experts (``zoo.distributed.local_build``), so no
+process ever holds the whole bank; ``max_expert_mib`` is a budget for the expert weights one process holds, and a
+model that would pass it is refused in one line before its weights are allocated.
+
 Limits: tensor-bank experts only (``experts="mlp"`` and the other named types; a ModuleList bank is refused), and
 what ``zoo.moe.ExpertParallelMoE`` refuses (expert-choice routing). Tested with gloo between CPU processes; NCCL
 runs the same collectives but is not tested here.
@@ -41,9 +45,10 @@ class ExpertParallelStrategy(DDPStrategy):
 
     strategy_name = "expert_parallel"
 
-    def __init__(self, ep_size: int | None = None, **kwargs: Any) -> None:
+    def __init__(self, ep_size: int | None = None, max_expert_mib: float | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.ep_size = ep_size
+        self.max_expert_mib = max_expert_mib
         self._groups = None
 
     # -- spreading the experts ---------------------------------------------------------------------------------
@@ -64,12 +69,19 @@ class ExpertParallelStrategy(DDPStrategy):
         ep = self.ep_size or world
         if world % ep:
             raise ConfigError(f"--trainer.strategy.ep_size {ep} does not divide the {world} processes")
-        _sync_module_states(model)  # the initial weights of rank 0 everywhere (what DDP's constructor does)
-        self._groups = build_parallel_groups(ep)
         for layer in layers:
             if layer.num_experts % ep:
                 raise ConfigError(f"{layer.num_experts} experts do not split over ep_size {ep}")
+        _sync_replicated(model, layers)  # the initial weights of rank 0 everywhere (what DDP's constructor does)
+        self._groups = build_parallel_groups(ep)
         to_expert_parallel(model, self._groups.ep_group)
+        held = sum(p.numel() * p.element_size() for layer in layers for p in layer.experts.parameters())
+        if self.max_expert_mib is not None and held > self.max_expert_mib * (1 << 20):
+            raise ConfigError(  # a model built whole (not by zoo fit): it held every expert already
+                f"this process holds {held / (1 << 20):.1f} MiB of expert weights, over --trainer.strategy."
+                f"max_expert_mib {self.max_expert_mib}: build the model under zoo.moe.local_expert_init, or spread "
+                "the experts over more processes"
+            )
 
     def setup(self, trainer: pl.Trainer) -> None:
         # DDPStrategy.setup, without the DDP wrapper and without its broadcast of every parameter from rank 0
@@ -117,8 +129,9 @@ class ExpertParallelStrategy(DDPStrategy):
     def load_model_state_dict(self, checkpoint, strict: bool = True) -> None:
         from zoo.moe import shard_state_dict
 
-        if self._groups is None:  # before setup: the whole model, spread afterwards
-            return super().load_model_state_dict(checkpoint, strict)
+        if self._groups is None and not _built_local(self.lightning_module):
+            return super().load_model_state_dict(checkpoint, strict)  # before setup: the whole model, spread later
+        self._spread_experts()  # a model built with this rank's experts only takes its share of the checkpoint
         state = shard_state_dict(checkpoint["state_dict"], self.lightning_module)
         self.lightning_module.load_state_dict(state, strict=strict)
 
@@ -126,3 +139,29 @@ class ExpertParallelStrategy(DDPStrategy):
         for optimizer, state in zip(self.optimizers, checkpoint["optimizer_states"]):
             optimizer.load_state_dict(shard_optimizer_state(state, self.lightning_module, optimizer))
             _optimizer_to_device(optimizer, self.root_device)
+
+
+def _built_local(model) -> bool:
+    """Whether ``model``'s MoE layers hold only their share of the experts (built under ``local_expert_init``)."""
+    from zoo.moe import MoE
+
+    return any(type(m) is MoE and m.experts.num_experts != m.num_experts for m in model.modules())
+
+
+def _sync_replicated(model, layers) -> None:
+    """Rank 0's parameters and buffers on every rank; a bank built as each rank's own share keeps its experts."""
+    names = {
+        f"{name}.experts.{key}" if name else f"experts.{key}"
+        for name, m in model.named_modules()
+        if m in layers and m.experts.num_experts != m.num_experts
+        for key in m.experts.state_dict()
+    }
+    before = getattr(model, "_ddp_params_and_buffers_to_ignore", None)
+    model._ddp_params_and_buffers_to_ignore = set(before or ()) | names
+    try:
+        _sync_module_states(model)
+    finally:
+        if before is None:
+            del model._ddp_params_and_buffers_to_ignore
+        else:
+            model._ddp_params_and_buffers_to_ignore = before

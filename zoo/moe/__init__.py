@@ -57,6 +57,7 @@ _EXPORTS = {
     "gather_state_dict": "zoo.moe.parallel_state_dict",
     "gradient_buckets": "zoo.moe.parallel_groups",
     "layer_summary": "zoo.moe.stats",
+    "local_expert_init": "zoo.moe.local_init",
     "load_balance_loss": "zoo.moe.losses",
     "make_experts": "zoo.moe.experts",
     "make_router": "zoo.moe.routers",
@@ -92,6 +93,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         make_experts,
     )
     from zoo.moe.layer import MoE
+    from zoo.moe.local_init import local_expert_init
     from zoo.moe.losses import LOSSES, cv_squared_loss, entropy_loss, erc_loss, load_balance_loss, z_loss
     from zoo.moe.parallel_groups import ParallelGroups, build_parallel_groups, gradient_buckets, reduce_gradients
     from zoo.moe.parallel_state_dict import gather_state_dict, shard_state_dict
@@ -162,6 +164,7 @@ __all__ = [
     "gradient_buckets",
     "layer_summary",
     "load_balance_loss",
+    "local_expert_init",
     "make_experts",
     "make_router",
     "mixture_weights",

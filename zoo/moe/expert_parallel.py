@@ -18,7 +18,8 @@ tokens, so routing summaries of the ranks add up (``RoutingSummary.merge``) to t
 Gradients: each rank backpropagates its own loss; ``zoo.moe.parallel_groups.reduce_gradients`` then gives every
 parameter the gradient of the mean of the ranks' losses (data parallel's convention).
 
-Build one from a model's layer (``from_layer`` keeps only this rank's experts' weights) or convert every `MoE` of a
+Build one from a model's layer (``from_layer`` keeps only this rank's experts' weights, or takes a layer built with
+only them, ``zoo.moe.local_expert_init``) or convert every `MoE` of a
 model in place (``to_expert_parallel``); ``zoo.moe.parallel_state_dict`` gathers and shards state dicts between
 this layout and the one-process one.
 """
@@ -74,7 +75,8 @@ class ExpertParallelMoE(MoE):
 
     @classmethod
     def from_layer(cls, layer: MoE, group=None) -> ExpertParallelMoE:
-        """A copy of ``layer`` that keeps only this rank's experts (copies: ``layer`` is untouched). Collective-free.
+        """A copy of ``layer`` that keeps only this rank's experts (copies: ``layer`` is untouched; a layer built with
+        this rank's share only, under ``zoo.moe.local_expert_init``, gives its bank as it is). Collective-free.
 
         ``group``: the expert-parallel process group (None: the default group); E must divide by its size.
         Consumes no random numbers.
@@ -90,7 +92,14 @@ class ExpertParallelMoE(MoE):
         if layer.num_experts % size:
             raise ConfigError(f"{layer.num_experts} experts do not split over {size} expert-parallel ranks")
         count = layer.num_experts // size
-        bank = local_expert_bank(layer.experts, rank * count, count)
+        bank = layer.experts
+        if bank.num_experts == layer.num_experts:
+            bank = local_expert_bank(bank, rank * count, count)
+        elif (bank.first_expert, bank.num_experts) != (rank * count, count):  # built as a share (local_expert_init)
+            raise ConfigError(
+                f"the layer holds experts [{bank.first_expert}, {bank.first_expert + bank.num_experts}) of "
+                f"{layer.num_experts}, not rank {rank}'s [{rank * count}, {rank * count + count}) of {size} ranks"
+            )
         state = copy.deepcopy(layer.__dict__, {id(layer.experts): bank})  # everything but the full bank is copied
         new = cls.__new__(cls)
         new.__dict__.update(state)

@@ -43,7 +43,7 @@ def local_expert_bank(bank: nn.Module, first: int, count: int) -> nn.Module:
         for name, p in bank._parameters.items()
     }
     local._buffers, local._modules = {}, {}
-    local.num_experts = count
+    local.num_experts, local.first_expert = count, first
     return local
 
 

@@ -1,5 +1,8 @@
 """Expert banks: E experts stored as stacked ``[E, d_in, d_out]`` parameters, or a ModuleList.
 
+A stacked bank built with ``held=(first, count)`` holds only experts ``[first, first + count)`` of its E (its
+``num_experts`` is count, ``first_expert`` first): see ``zoo.moe.local_init``.
+
 Every bank has the same three entry points (N rows, T tokens, d in-dim, o out-dim):
     forward_sorted(x (N, d), counts: list[E ints]) -> (N, o)   rows sorted by expert, one matmul per segment
     forward_dense(x (T, d)) -> (T, E, o)                         every expert on every token (soft gating)
@@ -8,27 +11,24 @@ Every bank has the same three entry points (N rows, T tokens, d in-dim, o out-di
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from zoo.moe.errors import ConfigError
+from zoo.moe.local_init import expert_tensor
 from zoo.moe.segment_mm import segment_mm
 
-
-def _uniform_(t: Tensor, fan_in: int) -> Tensor:
-    bound = 1.0 / math.sqrt(fan_in)  # nn.Linear's default init, per expert
-    return nn.init.uniform_(t, -bound, bound)
+Held = tuple[int, int] | None  # (first, count) of the E experts a bank builds; None: all E
 
 
 class StackedExperts(nn.Module):
     """Base class for homogeneous experts with parameters stacked along a leading expert axis."""
 
-    def __init__(self, num_experts: int, in_dim: int, out_dim: int):
+    def __init__(self, num_experts: int, in_dim: int, out_dim: int, held: Held = None):
         super().__init__()
-        self.num_experts, self.in_dim, self.out_dim = num_experts, in_dim, out_dim
+        self.first_expert, self.num_experts = held or (0, num_experts)
+        self.in_dim, self.out_dim = in_dim, out_dim
 
     def forward_sorted(self, x: Tensor, counts: list[int]) -> Tensor:
         raise NotImplementedError
@@ -55,13 +55,15 @@ class FFNExperts(StackedExperts):
     Parameters: w1 (E, d, h), b1 (E, h), w2 (E, h, o), b2 (E, o).
     """
 
-    def __init__(self, num_experts: int, dim: int, hidden: int, out_dim: int | None = None, bias: bool = True):
+    def __init__(
+        self, num_experts: int, dim: int, hidden: int, out_dim: int | None = None, bias: bool = True, held: Held = None
+    ):
         out_dim = out_dim or dim
-        super().__init__(num_experts, dim, out_dim)
-        self.w1 = nn.Parameter(_uniform_(torch.empty(num_experts, dim, hidden), dim))
-        self.w2 = nn.Parameter(_uniform_(torch.empty(num_experts, hidden, out_dim), hidden))
-        self.b1 = nn.Parameter(_uniform_(torch.empty(num_experts, hidden), dim)) if bias else None
-        self.b2 = nn.Parameter(_uniform_(torch.empty(num_experts, out_dim), hidden)) if bias else None
+        super().__init__(num_experts, dim, out_dim, held)
+        self.w1 = nn.Parameter(expert_tensor(num_experts, (dim, hidden), dim, held))
+        self.w2 = nn.Parameter(expert_tensor(num_experts, (hidden, out_dim), hidden, held))
+        self.b1 = nn.Parameter(expert_tensor(num_experts, (hidden,), dim, held)) if bias else None
+        self.b2 = nn.Parameter(expert_tensor(num_experts, (out_dim,), hidden, held)) if bias else None
 
     def forward_sorted(self, x: Tensor, counts: list[int]) -> Tensor:
         h = F.gelu(segment_mm(x, self.w1, counts, self.b1))
@@ -83,12 +85,12 @@ class SwiGLUExperts(StackedExperts):
     concatenated as w1 (E, d, 2h) = [wg | wu] so one segment matmul computes both. w2 (E, h, o). No biases.
     """
 
-    def __init__(self, num_experts: int, dim: int, hidden: int, out_dim: int | None = None):
+    def __init__(self, num_experts: int, dim: int, hidden: int, out_dim: int | None = None, held: Held = None):
         out_dim = out_dim or dim
-        super().__init__(num_experts, dim, out_dim)
+        super().__init__(num_experts, dim, out_dim, held)
         self.hidden = hidden
-        self.w1 = nn.Parameter(_uniform_(torch.empty(num_experts, dim, 2 * hidden), dim))
-        self.w2 = nn.Parameter(_uniform_(torch.empty(num_experts, hidden, out_dim), hidden))
+        self.w1 = nn.Parameter(expert_tensor(num_experts, (dim, 2 * hidden), dim, held))
+        self.w2 = nn.Parameter(expert_tensor(num_experts, (hidden, out_dim), hidden, held))
 
     def _glu(self, h: Tensor) -> Tensor:
         gate, up = h.split(self.hidden, dim=-1)
@@ -111,12 +113,14 @@ class LowRankExperts(StackedExperts):
     Expert e: ``y = (x @ u[e]) @ v[e] + b[e]``. Parameters: u (E, d, r), v (E, r, o), b (E, o).
     """
 
-    def __init__(self, num_experts: int, dim: int, rank: int, out_dim: int | None = None, bias: bool = True):
+    def __init__(
+        self, num_experts: int, dim: int, rank: int, out_dim: int | None = None, bias: bool = True, held: Held = None
+    ):
         out_dim = out_dim or dim
-        super().__init__(num_experts, dim, out_dim)
-        self.u = nn.Parameter(_uniform_(torch.empty(num_experts, dim, rank), dim))
-        self.v = nn.Parameter(_uniform_(torch.empty(num_experts, rank, out_dim), rank))
-        self.b = nn.Parameter(torch.zeros(num_experts, out_dim)) if bias else None
+        super().__init__(num_experts, dim, out_dim, held)
+        self.u = nn.Parameter(expert_tensor(num_experts, (dim, rank), dim, held))
+        self.v = nn.Parameter(expert_tensor(num_experts, (rank, out_dim), rank, held))
+        self.b = nn.Parameter(expert_tensor(num_experts, (out_dim,), None, held)) if bias else None
 
     def forward_sorted(self, x: Tensor, counts: list[int]) -> Tensor:
         return segment_mm(segment_mm(x, self.u, counts), self.v, counts, self.b)
@@ -131,11 +135,11 @@ class LinearExperts(StackedExperts):
     Expert e: ``y = x @ weight[e] + bias[e]``. Parameters: weight (E, d, o), bias (E, o).
     """
 
-    def __init__(self, num_experts: int, dim: int, out_dim: int | None = None, bias: bool = True):
+    def __init__(self, num_experts: int, dim: int, out_dim: int | None = None, bias: bool = True, held: Held = None):
         out_dim = out_dim or dim
-        super().__init__(num_experts, dim, out_dim)
-        self.weight = nn.Parameter(_uniform_(torch.empty(num_experts, dim, out_dim), dim))
-        self.bias = nn.Parameter(_uniform_(torch.empty(num_experts, out_dim), dim)) if bias else None
+        super().__init__(num_experts, dim, out_dim, held)
+        self.weight = nn.Parameter(expert_tensor(num_experts, (dim, out_dim), dim, held))
+        self.bias = nn.Parameter(expert_tensor(num_experts, (out_dim,), dim, held)) if bias else None
 
     def forward_sorted(self, x: Tensor, counts: list[int]) -> Tensor:
         return segment_mm(x, self.weight, counts, self.bias)
@@ -181,14 +185,16 @@ def make_experts(
     hidden: int,
     out_dim: int | None = None,
     rank: int | None = None,
+    held: Held = None,
 ) -> nn.Module:
-    """Build a stacked expert bank by name: "ffn" (GELU), "swiglu", "lowrank" (rank r), "linear"."""
+    """Build a stacked expert bank by name: "ffn" (GELU), "swiglu", "lowrank" (rank r), "linear"; ``held``: only
+    experts (first, count) of the E (``zoo.moe.local_init``)."""
     if name not in EXPERTS:
         raise ConfigError(f"unknown experts {name!r}; valid: {', '.join(sorted(EXPERTS))}")
     if name == "ffn":
-        return FFNExperts(num_experts, dim, hidden, out_dim)
+        return FFNExperts(num_experts, dim, hidden, out_dim, held=held)
     if name == "swiglu":
-        return SwiGLUExperts(num_experts, dim, hidden, out_dim)
+        return SwiGLUExperts(num_experts, dim, hidden, out_dim, held=held)
     if name == "lowrank":
-        return LowRankExperts(num_experts, dim, rank or max(1, min(dim, out_dim or dim) // 8), out_dim)
-    return LinearExperts(num_experts, dim, out_dim)
+        return LowRankExperts(num_experts, dim, rank or max(1, min(dim, out_dim or dim) // 8), out_dim, held=held)
+    return LinearExperts(num_experts, dim, out_dim, held=held)

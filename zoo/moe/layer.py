@@ -9,6 +9,7 @@ from torch import Tensor, nn
 from zoo.moe.dispatch import apply_capacity, dispatch_combine
 from zoo.moe.errors import ConfigError
 from zoo.moe.experts import EXPERTS, ModuleListExperts, make_experts
+from zoo.moe.local_init import expert_share
 from zoo.moe.losses import erc_loss
 from zoo.moe.routers import broadcast_condition, make_router
 from zoo.moe.routing import MoEOutput, Routing
@@ -41,6 +42,9 @@ class MoE(nn.Module):
 
         y, routing = moe(x)
         loss = task_loss + moe.aux_loss(routing)
+
+    Inside ``zoo.moe.local_expert_init`` a named bank holds only this process's share of the E experts (the layer
+    then runs once ``to_expert_parallel`` made it an `ExpertParallelMoE`).
 
     No statistics are computed in forward (``zoo.moe.routing_summary(routing)`` does that on demand).
 
@@ -85,7 +89,8 @@ class MoE(nn.Module):
         else:
             if experts not in EXPERTS:
                 raise ConfigError(f"unknown experts {experts!r}; valid: {', '.join(sorted(EXPERTS))}")
-            self.experts = make_experts(experts, num_experts, dim, hidden, self.out_dim, rank)
+            held = expert_share(num_experts)  # inside zoo.moe.local_expert_init: this process's share only
+            self.experts = make_experts(experts, num_experts, dim, hidden, self.out_dim, rank, held)
             self.expert_type = experts
         self.num_experts = num_experts
         self.router = make_router(
