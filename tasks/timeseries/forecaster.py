@@ -79,6 +79,7 @@ class Forecaster(MoETaskModule):
     checkpoint_monitor = "val/loss"
     checkpoint_mode = "min"
     progress_bar = ("train/loss", "val/loss")
+    synced_stages = ("val",)  # at world > 1 the checkpoint monitor is the mean val/loss of every process
     optimizer_hparams = ("lr",)
 
     def __init__(
