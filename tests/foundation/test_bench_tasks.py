@@ -138,7 +138,8 @@ def _record(task: str, moe: list[float], dense: list[float], env: tuple[list, li
 
 
 def test_the_page_is_rendered_from_the_records_alone(tmp_path):
-    records = {"fast": (tmp_path / "fast.json", _record("fast", [11.0, 12.0, 13.0], [10.0, 10.0, 10.0]))}
+    fast = _record("fast", [11.0, 12.0, 13.0], [10.0, 10.0, 10.0])
+    records = {("fast", "idle-unset"): (tmp_path / "fast.json", fast)}
     text = page.render_page(records, ["fast", "unmeasured"], tmp_path)
     assert "| fast | M vs T (D) | 12.0 | 10.0 | 1.20× |" in text
     assert "| unmeasured | no benchmark record |" in text
@@ -146,6 +147,25 @@ def test_the_page_is_rendered_from_the_records_alone(tmp_path):
     empty = page.render_page({}, ["fast", "unmeasured"], tmp_path)
     rows = [line for line in empty.splitlines() if line.startswith(("| fast", "| unmeasured"))]
     assert rows and not any(re.search(r"\d", line) for line in rows)  # no record, no number
+
+
+def test_an_idle_run_and_a_later_contended_run_are_both_on_the_page(tmp_path):
+    idle = _record("fast", [11.0, 12.0, 13.0], [10.0, 10.0, 10.0])
+    contended = _record("fast", [22.0, 26.0, 24.0], [20.0, 20.0, 20.0])
+    contended["regimes"] = {"contended-unset": contended["regimes"].pop("idle-unset")}
+    contended["date"] = "2026-02-01T00:00:00Z"  # newer than the idle record
+    for name, record in (("a-idle.json", idle), ("b-contended.json", contended)):
+        (tmp_path / name).write_text(json.dumps(record))
+    records = page.newest_records(tmp_path)
+    assert {key: path.name for key, (path, _) in records.items()} == {
+        ("fast", "idle-unset"): "a-idle.json",
+        ("fast", "contended-unset"): "b-contended.json",
+    }
+    text = page.render_page(records, ["fast"], tmp_path)
+    assert "| fast | M vs T (D) | 12.0 | 10.0 | 1.20× |" in text  # idle table, from the older record
+    assert "| fast | M vs T (D) | 24.0 | 20.0 | 1.20× |" in text  # contended table, from the newer one
+    assert "| MoE / twin step ≤ 1.3× (idle-unset) | fast | 1.20× | 3 |" in text  # judged idle
+    assert "a-idle.json" in text and "b-contended.json" in text
 
 
 def test_a_missed_target_states_the_bound_its_record_measured(tmp_path):

@@ -1,5 +1,6 @@
 """``leaderboard/task_speed.md``: every task's training step, MoE method vs dense twin, rendered from the records of
-``zoo bench tasks`` only (the newest record of each task; a task without one says so).
+``zoo bench tasks`` only: for each task and regime, the newest record that ran the regime (an idle run and a later
+contended run are both shown); a task without one says so.
 
 Targets (issue 62): the MoE step is at most ``TARGET_RATIO`` times its twin's on idle cores; a task whose steps advance
 an environment (its records carry environment steps: the RL agents) is judged instead on environment steps per
@@ -40,17 +41,36 @@ METHOD = (
 )
 
 
-def newest_records(folder: Path) -> dict[str, tuple[Path, dict]]:
-    """Task -> (file, record): the newest (by ``date``, then file name) ``zoo bench tasks`` record of each task."""
-    found: dict[str, tuple[Path, dict]] = {}
+Entry = tuple[Path, dict]  # a record file and its record
+
+
+def record_regimes(record: dict) -> list[str]:
+    """The regimes a record ran: those it asked for (``settings.regimes``) and those it holds numbers of."""
+    asked = (record.get("settings") or {}).get("regimes") or []
+    return list(dict.fromkeys([*asked, *(record.get("regimes") or {})]))
+
+
+def newest_records(folder: Path) -> dict[tuple[str, str], Entry]:
+    """(task, regime) -> (file, record): for each regime a task ran in, the newest (by ``date``, then file name)
+    ``zoo bench tasks`` record that ran it."""
+    found: dict[tuple[str, str], Entry] = {}
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         record = json.loads(path.read_text())
         if record.get("bench") != "tasks" or not record.get("task"):
             continue
-        held = found.get(record["task"])
-        if held is None or (record.get("date", ""), path.name) >= (held[1].get("date", ""), held[0].name):
-            found[record["task"]] = (path, record)
+        for regime in record_regimes(record):
+            held = found.get((record["task"], regime))
+            if held is None or (record.get("date", ""), path.name) >= (held[1].get("date", ""), held[0].name):
+                found[(record["task"], regime)] = (path, record)
     return found
+
+
+def judged_entry(records: dict[tuple[str, str], Entry], task: str) -> Entry | None:
+    """The task's record its target is judged on: the newest of the first idle regime it was measured in, else its
+    newest idle record (which says why it was not measured), else None."""
+    idle = [records[(task, r)] for r in REGIMES if r.startswith("idle") and (task, r) in records]
+    measured = [e for e in idle if judged_regime(e[1]) is not None]
+    return (measured or idle or [None])[0]
 
 
 def _ms(value: float | None) -> str:
@@ -108,7 +128,7 @@ def regime_table(regime: str, records: dict, tasks: list[str]) -> list[str]:
         "| task | MoE method vs dense twin (dataset) | MoE ms | twin ms | MoE / twin | env steps/s MoE / twin | "
         f"{head} | tokens per routing call |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        *(table_row(t, records.get(t, (None, None))[1], regime) for t in tasks),
+        *(table_row(t, records.get((t, regime), (None, None))[1], regime) for t in tasks),
         "",
     ]
 
@@ -175,21 +195,23 @@ def bound_line(task: str, record: dict) -> str | None:
     )
 
 
-def render_page(records: dict[str, tuple[Path, dict]], tasks: list[str], page_dir: Path) -> str:
+def render_page(records: dict[tuple[str, str], Entry], tasks: list[str], page_dir: Path) -> str:
     """The page, from ``records`` (``newest_records``) alone; ``tasks``: every registered task (one row each)."""
-    tasks = sorted(set(tasks) | set(records))
-    regimes = [r for r in REGIMES if any(r in (rec.get("regimes") or {}) for _, rec in records.values())]
-    regimes = regimes or ["idle-unset", "contended-unset"]
+    tasks = sorted(set(tasks) | {task for task, _ in records})
+    regimes = [r for r in REGIMES if any(regime == r for _, regime in records)] or ["idle-unset", "contended-unset"]
     lines = ["# Task speed: MoE method vs dense twin, one training step (`zoo bench tasks`)", "", INTRO, "", METHOD, ""]
     for regime in regimes:
         lines += regime_table(regime, records, tasks)
-    verdicts = [verdict(t, records.get(t, (None, None))[1]) for t in tasks]
+    judged = {t: judged_entry(records, t) for t in tasks}
+    verdicts = [verdict(t, judged[t] and judged[t][1]) for t in tasks]
     lines += ["## Targets", "", *claims_table(verdicts), ""]
-    bounds = [b for t in tasks if t in records for b in [bound_line(t, records[t][1])] if b]
+    bounds = [b for t in tasks if judged[t] for b in [bound_line(t, judged[t][1])] if b]
     lines += ["## Measured bounds", ""]
     lines += bounds or ["No task measured idle misses its target."]
     lines += ["", "## Records", ""]
-    lines += [f"- {t}: {provenance_line(*records[t], leaderboard=page_dir)}" for t in tasks if t in records]
-    lines += [f"- {t}: no benchmark record; `zoo bench tasks --task {t} --leaderboard` writes one." for t in tasks
-              if t not in records]  # fmt: skip
+    for task in tasks:
+        used = {path: record for (t, _), (path, record) in sorted(records.items()) if t == task}
+        lines += [f"- {task}: {provenance_line(path, record, leaderboard=page_dir)}" for path, record in used.items()]
+        if not used:
+            lines.append(f"- {task}: no benchmark record; `zoo bench tasks --task {task} --leaderboard` writes one.")
     return "\n".join(lines) + "\n"

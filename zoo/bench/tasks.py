@@ -15,9 +15,10 @@ runs every task in its own child process, ``--threads`` torch threads.
 
 A task whose data, optional package or prerequisite run is missing gets a record that says so in one line (no
 numbers). Records (``zoo.bench.provenance``: commit, source hash of the bench and the task's modules, machine,
-command), one per task: with ``--leaderboard`` in ``leaderboard/results/bench/tasks/<stamp>-<task>.json``, and the page
-``leaderboard/task_speed.md`` is rendered from the newest record of each task (``zoo.bench.task_speed_page``); with
-``--out DIR``, ``DIR/<task>.json`` and ``DIR/task_speed.md``; else ``runs/bench/tasks/<stamp>/``.
+command), one per task: with ``--leaderboard`` in ``leaderboard/results/task_speed/<stamp>-<task>.json``, and the
+page ``leaderboard/task_speed.md`` is rendered from the newest record of each task and regime
+(``zoo.bench.task_speed_page``); with ``--out DIR``, ``DIR/<task>.json`` and ``DIR/task_speed.md``; else
+``runs/bench/tasks/<stamp>/``.
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ def record_paths(args: argparse.Namespace, task: str, run_stamp: str) -> Path:
 
 
 def render(args: argparse.Namespace, folder: Path) -> Path:
-    """Render the page from the newest record of each task in ``folder``; the leaderboard's index too."""
+    """Render the page from the newest record of each task and regime in ``folder``; the leaderboard's index too."""
     from zoo.bench.task_speed_page import newest_records, render_page
     from zoo.registry import discover, repository_root
 
