@@ -1,5 +1,6 @@
 """Write leaderboard/fidelity.md: one row per method of scripts/parity/methods.yaml with its parity records
-(leaderboard/results/fidelity/*.json, written by tests/parity under ZOO_PARITY_RECORD=1).
+(leaderboard/results/fidelity/*.json, written by tests/parity under ZOO_PARITY_RECORD=1), then the short trainings
+(leaderboard/results/fidelity_training/*.json, written by scripts.parity.short_training).
 
     python -m scripts.parity.render [--methods FILE] [--records DIR] [--out FILE]
 
@@ -18,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 METHODS = REPO / "scripts" / "parity" / "methods.yaml"
 RECORDS = REPO / "leaderboard" / "results" / "fidelity"
 PAGE = REPO / "leaderboard" / "fidelity.md"
+SHORT_RECORDS = REPO / "leaderboard" / "results" / "fidelity_training"
 
 HEADER = """# Fidelity: parity with the authors' code
 
@@ -85,9 +87,10 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render(methods: list[dict], records: list[dict]) -> str:
+def render(methods: list[dict], records: list[dict], short: list[dict] | None = None) -> str:
     """The page's markdown: a section per task, a row per (method, comparison of a record) — a method without
-    records gets one row saying what checks it instead."""
+    records gets one row saying what checks it instead — then the short trainings (``short``: their records,
+    ``scripts.parity.render_short``)."""
     by_method: dict[tuple[str, str], list[tuple[dict, dict]]] = {}
     for record in records:
         for comparison in record.get("comparisons", []):
@@ -122,6 +125,11 @@ def render(methods: list[dict], records: list[dict]) -> str:
                 cells = [entry["method"], entry["role"], _upstream(entry, None), what, "", "", "—", note]
                 lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         lines.append("")
+    if short:
+        from scripts.parity.render_short import section
+        from scripts.parity.short_training import comparisons
+
+        lines += section(short, comparisons())
     return "\n".join(lines)
 
 
@@ -132,7 +140,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--records", type=Path, default=RECORDS)
     parser.add_argument("--out", type=Path, default=PAGE)
     args = parser.parse_args(argv)
-    args.out.write_text(render(load_methods(args.methods), load_records(args.records)))
+    from scripts.parity.render_short import load
+
+    page = render(load_methods(args.methods), load_records(args.records), load(SHORT_RECORDS))
+    args.out.write_text(page)
     print(f"wrote {args.out}")
 
 

@@ -84,6 +84,7 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
         "† marks cells run with reduced settings (see notes). Published numbers are quoted, not re-run.",
         "",
     ]
+    lines += fidelity_link(spec.name, leaderboard_dir or repo / "leaderboard")
     lines += metric_sections(spec, records, table, repo)
     lines += wall_time_section(table)
     lines += targets_section(spec.targets, table)
@@ -95,6 +96,19 @@ def render_task(spec: TaskSpec, records: list[RunRecord], leaderboard_dir: Path 
         lines += [extra.rstrip(), ""]
     lines += notes_section(spec, records, leaderboard_dir or repo / "leaderboard")
     return "\n".join(lines)
+
+
+def fidelity_link(task: str, leaderboard_dir: Path) -> list[str]:
+    """A line pointing at the task's section of ``fidelity.md`` (its methods against their authors' code), when
+    that page has one."""
+    page = leaderboard_dir / "fidelity.md"
+    if not page.is_file() or f"\n## {task}\n" not in page.read_text():
+        return []
+    return [
+        f"Fidelity: how each method here compares with its authors' code (the same weights and inputs through both, "
+        f"and short trainings side by side): [fidelity.md#{task}](fidelity.md#{task}).",
+        "",
+    ]
 
 
 def metric_sections(spec: TaskSpec, records: list[RunRecord], table: ResultTable, repo: Path) -> list[str]:
