@@ -110,6 +110,8 @@ def render(methods: list[dict], records: list[dict], short: list[dict] | None = 
         for entry in (e for e in methods if e["task"] == task):
             found = by_method.get((task, entry["method"].lower()), [])
             note = entry.get("note", "")
+            if entry.get("decision"):
+                note = f"{note}. **Decision**: {entry['decision']}" if note else f"**Decision**: {entry['decision']}"
             for record, comparison in found:
                 cells = [entry["method"], entry["role"], _upstream(entry, record), *_record_cells(record, comparison)]
                 cells.append(note)

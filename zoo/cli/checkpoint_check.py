@@ -134,7 +134,7 @@ def check_state_dict(theirs: dict[str, tuple], model: Any, path: Path) -> None:
     if any(is_lazy(v) for v in state.values()):
         return
     builds_in_setup = isinstance(model, pl.LightningModule) and type(model).setup is not pl.LightningModule.setup
-    from zoo.moe.local_init import one_process_shapes
+    from zoo.moe.parallel_state_dict import one_process_shapes
 
     mine = one_process_shapes(model)  # a model holding a share of its experts is checked against whole banks
     missing = sorted(set(mine) - set(theirs))

@@ -100,20 +100,3 @@ def expert_tensor(num_experts: int, shape: tuple[int, ...], fan_in: int | None, 
     for e in range(num_experts):
         nn.init.uniform_(out[e - first] if first <= e < first + count else scratch, -bound, bound)
     return out
-
-
-def one_process_shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
-    """``model``'s state-dict shapes in the one-process layout, which checkpoints hold: the entries of a bank that
-    holds a share of its experts (built under ``local_expert_init``, or an ``ExpertParallelMoE``'s) count all E."""
-    from zoo.moe.layer import MoE
-
-    shapes = {k: tuple(v.shape) for k, v in model.state_dict().items() if hasattr(v, "shape")}
-    for name, layer in model.named_modules():
-        bank = getattr(layer, "experts", None)
-        if not isinstance(layer, MoE) or bank.num_experts == layer.num_experts or not hasattr(bank, "first_expert"):
-            continue
-        prefix = f"{name}.experts." if name else "experts."
-        for key in bank.state_dict():
-            shape = shapes[prefix + key]
-            shapes[prefix + key] = (layer.num_experts, *shape[1:])
-    return shapes

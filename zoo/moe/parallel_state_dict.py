@@ -18,6 +18,7 @@ from zoo.moe.collectives import gather_from_group, group_size
 from zoo.moe.expert_parallel import ExpertParallelMoE
 from zoo.moe.expert_shards import full_bank_key, shard_bank_state
 from zoo.moe.experts import ModuleListExperts
+from zoo.moe.layer import MoE
 
 
 def _expert_layers(model: nn.Module) -> list[tuple[str, ExpertParallelMoE]]:
@@ -75,3 +76,18 @@ def shard_state_dict(state_dict: dict[str, Tensor], model: nn.Module) -> dict[st
         part = shard_bank_state(full, layer.first_expert, layer.num_local_experts, layer.num_experts)
         state = _replaced(state, prefix, part)
     return state
+
+
+def one_process_shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
+    """``model``'s state-dict shapes in the one-process layout, which checkpoints hold: the entries of a bank that
+    holds a share of its experts (built under ``local_expert_init``, or an ``ExpertParallelMoE``'s) count all E."""
+    shapes = {k: tuple(v.shape) for k, v in model.state_dict().items() if hasattr(v, "shape")}
+    for name, layer in model.named_modules():
+        bank = getattr(layer, "experts", None)
+        if not isinstance(layer, MoE) or bank.num_experts == layer.num_experts or not hasattr(bank, "first_expert"):
+            continue
+        prefix = f"{name}.experts." if name else "experts."
+        for key in bank.state_dict():
+            shape = shapes[prefix + key]
+            shapes[prefix + key] = (layer.num_experts, *shape[1:])
+    return shapes
