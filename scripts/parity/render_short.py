@@ -15,6 +15,7 @@ import statistics
 from pathlib import Path
 
 LEVEL = 0.95
+FLOAT32 = 2e-7  # relative rounding of a float32 metric (Lightning logs metrics as float32 tensors)
 
 
 def load(folder: Path) -> list[dict]:
@@ -29,8 +30,10 @@ def welch(ours: list[float], theirs: list[float]) -> tuple[float, float, float] 
     if len(ours) < 2 or len(theirs) < 2:
         return None
     va, vb = statistics.variance(ours) / len(ours), statistics.variance(theirs) / len(theirs)
-    diff = statistics.fmean(ours) - statistics.fmean(theirs)
-    if va + vb == 0:
+    mean_ours, mean_theirs = statistics.fmean(ours), statistics.fmean(theirs)
+    diff = mean_ours - mean_theirs
+    if va + vb == 0:  # deterministic on both sides: equal within float32 rounding (our logged metrics) is a tie
+        diff = 0.0 if math.isclose(mean_ours, mean_theirs, rel_tol=FLOAT32, abs_tol=1e-12) else diff
         return diff, diff, diff
     dof = (va + vb) ** 2 / (va**2 / (len(ours) - 1) + vb**2 / (len(theirs) - 1))
     half = float(t.ppf(1 - (1 - LEVEL) / 2, dof)) * math.sqrt(va + vb)

@@ -30,6 +30,13 @@ def test_verdicts_follow_the_metrics_direction(ours, theirs, higher, expected):
     assert render_short.verdict(render_short.welch(ours, theirs), higher) == expected
 
 
+def test_a_deterministic_computation_equal_on_both_sides_is_a_tie():
+    # EdgeBank: no parameters, fixed negatives; the sides agree to the last bits but the means may not
+    ours, theirs = [0.762014627456665] * 3, [0.7620146011827352] * 3  # float32 logging vs float64
+    assert render_short.verdict(render_short.welch(ours, theirs), True) == "tie ="
+    assert render_short.verdict(render_short.welch(ours, [0.7621] * 3), True) == "worse ✗"
+
+
 def test_one_run_a_side_is_not_judged():
     assert render_short.verdict(render_short.welch([0.4], [0.5, 0.6]), False) == "n too small"
 
