@@ -115,6 +115,19 @@ def code_changes(reference: RunRecord, ours: RunRecord, repo: Path) -> str:
     return ", ".join(f"`{f}`" for f in changed) if changed else "none"
 
 
+def changes_since(record: RunRecord, repo: Path) -> str:
+    """The files of ``record``'s code closure that changed between its commit and HEAD, by ``git diff``."""
+    from zoo.code_closure import run_sources
+
+    paths = [str(p.relative_to(repo)) for p in run_sources(record.config).values() if repo in p.parents]
+    commit = record.commit.removesuffix("+dirty")
+    out = subprocess.run(["git", "diff", "--name-only", commit, "HEAD", "--", *paths], cwd=repo, capture_output=True)
+    if out.returncode:
+        return f"unknown (git cannot compare {commit[:8]} and HEAD)"
+    changed = out.stdout.decode().split()
+    return ", ".join(f"`{f}`" for f in changed) if changed else "none"
+
+
 def _intro(ours: list[RunRecord], ref: RunRecord, label: str) -> str:
     ep = ours[0].extra["expert_parallel"]
     names = ", ".join(f"`{Path(r.extra['reference']['record']).name}`" for r in ours)
@@ -166,7 +179,9 @@ def section(ours: list[RunRecord], repo: Path) -> list[str]:
         "",
         f"Code: files of the one-process run's closure changed since its records were made or last re-verified: "
         f"{code_changes(ref, first, repo)}. Source hashes: one process `{ref.source_hash[:12]}`, {label} "
-        f"`{first.source_hash[:12]}` (its closure adds `zoo.distributed`).",
+        f"`{first.source_hash[:12]}` (its closure adds `zoo.distributed`). Files of the {label} records' closure "
+        f"changed between their commit and HEAD (not re-verified since: a change there may change their numbers): "
+        f"{changes_since(first, repo)}.",
         "",
     ]
 
