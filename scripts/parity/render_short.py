@@ -50,15 +50,25 @@ def verdict(interval: tuple[float, float, float] | None, higher: bool) -> str:
     return "better ✓" if ours_larger == higher else "worse ✗"
 
 
+def _digits(*values: float) -> int:
+    """Four decimals below 10 (errors, accuracies), two below 100, one above (returns)."""
+    size = max((abs(v) for v in values if math.isfinite(v)), default=0.0)
+    return 4 if size < 10 else 2 if size < 100 else 1
+
+
 def _spread(values: list[float]) -> str:
     if not values:
         return "—"
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.fmean(values):.4f} ± {sd:.4f} (n={len(values)})"
+    mean, sd = statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+    d = _digits(mean)
+    return f"{mean:.{d}f} ± {sd:.{d}f} (n={len(values)})"
 
 
-def _signed(x: float) -> str:
-    return f"{x:+.4f}"
+def _delta(interval: tuple[float, float, float] | None, *scale: float) -> str:
+    if interval is None:
+        return "—"
+    d = _digits(*interval, *scale)
+    return "{:+.{d}f} [{:+.{d}f}, {:+.{d}f}]".format(*interval, d=d)
 
 
 def section(records: list[dict], definitions: dict) -> list[str]:
@@ -90,7 +100,7 @@ def section(records: list[dict], definitions: dict) -> list[str]:
             a = [ours[s][metric] for s in sorted(ours) if metric in ours[s]]
             b = [theirs[s][metric] for s in sorted(theirs) if metric in theirs[s]]
             interval = welch(a, b)
-            delta = "—" if interval is None else "{} [{}, {}]".format(*map(_signed, interval))
+            delta = _delta(interval, *a, *b)
             judged = verdict(interval, metric in spec.higher_is_better)
             cells = [name, f"{spec.task} / {spec.method}", upstream, metric, _spread(b), _spread(a), delta, judged]
             lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")

@@ -22,8 +22,9 @@ class ShortTraining:
     upstream: str  # owner/repo
     upstream_commit: str
     ours: tuple[str, ...]  # zoo fit arguments; the seed is added
-    theirs_folder: str  # inside the upstream checkout: the folder their command runs in
+    theirs_folder: str  # inside the upstream checkout: the folder their command runs in ("": the checkout itself)
     theirs: Callable[[int, Path], list[str]]  # (seed, data mirror) -> argv after the Python executable, run in
     # a scratch copy of theirs_folder
     parse: Callable[[str], dict[str, float]]  # their output -> metrics
     differences: tuple[str, ...] = field(default=())
+    their_packages: tuple[str, ...] = ("torch", "numpy")  # whose versions their record names

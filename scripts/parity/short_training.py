@@ -60,10 +60,16 @@ def _write(path: Path, data: dict) -> None:
     tmp.replace(path)  # a killed run leaves no half-written record
 
 
-def _their_versions(python: str) -> dict[str, str]:
+def _their_versions(python: str, packages: tuple[str, ...]) -> dict[str, str]:
+    """Python's and ``packages``' versions in their environment (``None`` for a package it does not have)."""
     code = (
-        "import json, sys, torch, numpy; print(json.dumps({'python': sys.version.split()[0], "
-        "'torch': torch.__version__, 'numpy': numpy.__version__}))"
+        "import importlib, json, sys\n"
+        "def version(name):\n"
+        "    try:\n"
+        "        return str(importlib.import_module(name).__version__)\n"
+        "    except Exception:\n"
+        "        return None\n"
+        f"print(json.dumps({{'python': sys.version.split()[0], **{{n: version(n) for n in {list(packages)!r}}}}}))"
     )
     return json.loads(subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout)
 
@@ -73,8 +79,8 @@ def run_theirs(c: ShortTraining, seed: int, upstream: Path, python: str, mirror:
 
     argv = c.theirs(seed, mirror)
     with tempfile.TemporaryDirectory(prefix=f"theirs-{c.name}-") as scratch:
-        folder = Path(scratch) / c.theirs_folder
-        shutil.copytree(upstream / c.theirs_folder, folder)
+        folder = Path(scratch) / (c.theirs_folder or upstream.name)
+        shutil.copytree(upstream / c.theirs_folder if c.theirs_folder else upstream, folder)
         start = time.perf_counter()
         done = subprocess.run([python, "-u", *argv], cwd=folder, capture_output=True, text=True)
         wall = time.perf_counter() - start
@@ -89,7 +95,7 @@ def run_theirs(c: ShortTraining, seed: int, upstream: Path, python: str, mirror:
         "upstream_commit": c.upstream_commit,
         "command": [Path(python).name, *argv],
         "wall_time_s": round(wall, 1),
-        "versions": _their_versions(python),
+        "versions": _their_versions(python, c.their_packages),
         "machine": record_machine(),
         "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

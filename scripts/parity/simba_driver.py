@@ -59,7 +59,7 @@ def _no_wandb() -> None:
     sys.modules["wandb"] = stub
 
 
-def overrides(seed: int, env_steps: int, warmup: int, env: str, eval_episodes: int) -> list[str]:
+def overrides(seed: int, env_steps: int, warmup: int, env: str, eval_episodes: int, critic_hidden: int) -> list[str]:
     """Hydra overrides of their ``configs/base.yaml`` (agent sac_simba, buffer numpy_uniform) for the comparison."""
     interaction_steps = env_steps // 2  # their dmc configs' action_repeat 2
     return [
@@ -68,6 +68,7 @@ def overrides(seed: int, env_steps: int, warmup: int, env: str, eval_episodes: i
         f"env.num_env_steps={env_steps}",
         f"seed={seed}",
         f"buffer.min_length={warmup}",
+        f"agent.critic_hidden_dim={critic_hidden}",
         f"num_eval_episodes={eval_episodes}",
         f"evaluation_per_interaction_step={interaction_steps}",
         f"logging_per_interaction_step={interaction_steps}",
@@ -82,6 +83,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, required=True, help="random agent steps before the first update")
     parser.add_argument("--env", default="cartpole-swingup")
     parser.add_argument("--eval_episodes", type=int, default=10)
+    parser.add_argument("--critic_hidden", type=int, default=512, help="critic width (their sac_simba: 512)")
     args = parser.parse_args()
 
     _no_wandb()
@@ -93,7 +95,9 @@ def main() -> None:
         {
             "config_path": "./configs",
             "config_name": "base",
-            "overrides": overrides(args.seed, args.env_steps, args.warmup, args.env, args.eval_episodes),
+            "overrides": overrides(
+                args.seed, args.env_steps, args.warmup, args.env, args.eval_episodes, args.critic_hidden
+            ),
         }
     )
 
