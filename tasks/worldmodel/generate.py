@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import zlib
 from pathlib import Path
 
@@ -94,7 +95,8 @@ def load_manifest(root: Path) -> dict:
 
 def _write_json(path: Path, obj) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    # a temporary file per writer: two data modules (a bench's two fits, DDP ranks) may write the same file at once
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
     tmp.replace(path)
 
