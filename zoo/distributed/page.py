@@ -97,14 +97,12 @@ def seed_table(ours: list[RunRecord], refs: list[RunRecord], metric: str, label:
     return lines
 
 
-def code_changes(reference: RunRecord, ours: RunRecord, repo: Path) -> str:
-    """The files of the reference run's code closure that changed between the reference's code (its last
-    re-verification, else its commit) and the commit the expert-parallel run was made at, by ``git diff``."""
+def _closure_changes(config: dict, old: str, new: str, repo: Path) -> str:
+    """The files of the code closure of a run of ``config`` that changed between commits ``old`` and ``new``, by
+    ``git diff``."""
     from zoo.code_closure import run_sources
 
-    old = reference.verified[-1]["to_commit"] if reference.verified else reference.commit
-    new = ours.commit.removesuffix("+dirty")
-    paths = [str(p.relative_to(repo)) for p in run_sources(reference.config).values() if repo in p.parents]
+    paths = [str(p.relative_to(repo)) for p in run_sources(config).values() if repo in p.parents]
     try:
         out = subprocess.run(["git", "diff", "--name-only", old, new, "--", *paths], cwd=repo, capture_output=True)
     except OSError:
@@ -115,17 +113,16 @@ def code_changes(reference: RunRecord, ours: RunRecord, repo: Path) -> str:
     return ", ".join(f"`{f}`" for f in changed) if changed else "none"
 
 
-def changes_since(record: RunRecord, repo: Path) -> str:
-    """The files of ``record``'s code closure that changed between its commit and HEAD, by ``git diff``."""
-    from zoo.code_closure import run_sources
+def code_changes(reference: RunRecord, ours: RunRecord, repo: Path) -> str:
+    """The files of the reference run's code closure that changed between the reference's code (its last
+    re-verification, else its commit) and the commit the expert-parallel run was made at."""
+    old = reference.verified[-1]["to_commit"] if reference.verified else reference.commit
+    return _closure_changes(reference.config, old, ours.commit.removesuffix("+dirty"), repo)
 
-    paths = [str(p.relative_to(repo)) for p in run_sources(record.config).values() if repo in p.parents]
-    commit = record.commit.removesuffix("+dirty")
-    out = subprocess.run(["git", "diff", "--name-only", commit, "HEAD", "--", *paths], cwd=repo, capture_output=True)
-    if out.returncode:
-        return f"unknown (git cannot compare {commit[:8]} and HEAD)"
-    changed = out.stdout.decode().split()
-    return ", ".join(f"`{f}`" for f in changed) if changed else "none"
+
+def changes_since(record: RunRecord, repo: Path) -> str:
+    """The files of ``record``'s code closure that changed between its commit and HEAD."""
+    return _closure_changes(record.config, record.commit.removesuffix("+dirty"), "HEAD", repo)
 
 
 def _intro(ours: list[RunRecord], ref: RunRecord, label: str) -> str:
