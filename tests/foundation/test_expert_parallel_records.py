@@ -6,16 +6,20 @@
 - no task page reads these records;
 - ``leaderboard/expert_parallel.md`` is what ``zoo.distributed.page`` renders from them, and its verdicts follow
   the comparison rule in the metric's direction;
-- ``zoo.distributed.row_run`` fits the reference's config at world P with the batch split P ways, or refuses.
+- ``zoo.distributed.row_run`` fits the reference's config at world P with the batch split P ways, or refuses, and
+  uses a finished fit again only when today's code and settings made it.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from zoo.distributed import page
+from zoo.distributed import page, row_run
 from zoo.distributed.row_run import FOLDER, STRATEGY, fit_arguments, method_name, per_process_batch
 from zoo.leaderboard.record import RunRecord, read_records, write_record_file
 from zoo.registry import discover, repository_root
@@ -119,3 +123,41 @@ def test_the_fit_runs_the_reference_config_at_world_p_with_its_batch_split(tmp_p
 def test_a_batch_that_does_not_split_is_refused():
     with pytest.raises(SystemExit, match="batch 63 does not split over 2 processes"):
         per_process_batch({"data": {"init_args": {"batch_size": 63}}}, 2)
+
+
+def _fake_zoo_fit(calls: list):
+    """Stands in for the ``zoo fit`` subprocess: records the call and leaves what a finished fit leaves."""
+
+    def run(args, env, stdout, stderr):
+        calls.append(args)
+        root = Path(args[args.index("--trainer.default_root_dir") + 1])
+        (root / "lightning_logs" / "version_0").mkdir(parents=True)
+        (root / "lightning_logs" / "version_0" / "config.yaml").write_text("{}\n")
+        return subprocess.CompletedProcess(args, 0)
+
+    return run
+
+
+def test_a_finished_fit_is_used_again_only_when_the_same_code_and_settings_made_it(tmp_path, monkeypatch):
+    """A fit.json from other code (or settings) or a killed fit's folder is moved aside and fitted afresh; a fit
+    that today's code and settings finished is not fitted again."""
+    calls: list = []
+    monkeypatch.setattr(row_run.subprocess, "run", _fake_zoo_fit(calls))
+    reference, run_dir = _reference(0, 0.37), tmp_path / "noisy_topk-ep2__seer__seed0"
+    row_run.fit(reference, run_dir, 2, 1)
+    row_run.fit(reference, run_dir, 2, 1)
+    assert len(calls) == 1  # finished by the same code and settings: used again
+
+    info = json.loads((run_dir / "fit.json").read_text())
+    info["made_by"]["source_hash"] = "other code"
+    (run_dir / "fit.json").write_text(json.dumps(info))
+    row_run.fit(reference, run_dir, 2, 1)
+    assert len(calls) == 2 and (tmp_path / "noisy_topk-ep2__seer__seed0.replaced-0" / "fit.json").exists()
+
+    (run_dir / "fit.json").unlink()  # a fit killed before it finished
+    row_run.fit(reference, run_dir, 2, 1)
+    assert len(calls) == 3 and (tmp_path / "noisy_topk-ep2__seer__seed0.replaced-1" / "fit").is_dir()
+
+    other_batch = replace(reference, config={**reference.config, "data": {"init_args": {"batch_size": 32}}})
+    row_run.fit(other_batch, run_dir, 2, 1)
+    assert len(calls) == 4  # other settings: fitted again

@@ -10,12 +10,15 @@ The record goes to ``leaderboard/results/expert_parallel/`` (``--leaderboard``; 
 records/``), method ``<reference method>@ep<P>``, same dataset, seed and fold as the reference, so no task page
 reads it; ``leaderboard/expert_parallel.md`` (``zoo.distributed.page``) sets it beside the reference. Testing at
 world 1 keeps the test protocol the reference's: Lightning's distributed sampler pads a test set to equal shards,
-which would count a few windows twice. A finished fit (``fit.json`` in its run folder) is not fitted again.
+which would count a few windows twice. A finished fit (``fit.json`` in its run folder) is not fitted again when
+the code and settings that made it are today's (``fit_made_by``); a fit by other code, or one that was killed
+before it finished, is moved aside (``zoo.runner.run_folder.move_aside``) and fitted afresh.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -55,12 +58,33 @@ def per_process_batch(config: dict, world: int) -> int:
     return batch // world
 
 
+def fit_made_by(reference: RunRecord, world: int) -> dict[str, str]:
+    """What a finished fit must have been made by to be used again: the source hash of the reference's code plus
+    the expert-parallel strategy (``zoo.code_closure``), and a sha256 of the reference's config with the fit's
+    arguments."""
+    from zoo.code_closure import source_hash
+
+    arguments = fit_arguments(Path("<config>"), Path("<run>"), world, per_process_batch(reference.config, world))
+    settings = json.dumps([reference.config, arguments], sort_keys=True, default=str)
+    return {
+        "source_hash": source_hash({"configs": [reference.config], "strategy": {"class_path": STRATEGY}}),
+        "settings": hashlib.sha256(settings.encode()).hexdigest(),
+    }
+
+
 def fit(reference: RunRecord, run_dir: Path, world: int, threads: int) -> dict:
-    """Fit the reference's config at ``world`` processes into ``run_dir`` (skipped when ``fit.json`` says it is
-    done); returns ``fit.json``: wall time, per-process batch, the fit's resolved config file."""
+    """Fit the reference's config at ``world`` processes into ``run_dir`` (skipped when ``fit.json`` says the
+    same code and settings finished it); returns ``fit.json``: wall time, per-process batch, the fit's resolved
+    config file, and what made it."""
+    from zoo.runner.run_folder import move_aside
+
+    made_by = fit_made_by(reference, world)
     done = run_dir / "fit.json"
-    if done.exists():
+    if done.exists() and json.loads(done.read_text()).get("made_by") == made_by:
         return json.loads(done.read_text())
+    if run_dir.exists() and any(run_dir.iterdir()):
+        moved = move_aside(run_dir)
+        print(f"row_run: {run_dir} held a fit by other code or settings, or a killed one: moved to {moved}")
     run_dir.mkdir(parents=True, exist_ok=True)
     config = run_dir / "reference_config.yaml"
     config.write_text(yaml.safe_dump(reference.config, sort_keys=False))
@@ -76,6 +100,7 @@ def fit(reference: RunRecord, run_dir: Path, world: int, threads: int) -> dict:
         raise SystemExit(f"row_run: zoo fit at world {world} failed ({code}); see {run_dir / 'fit.log'}")
     saved = sorted((run_dir / "fit" / "lightning_logs").glob("version_*/config.yaml"))[-1]
     info = {"wall_time_s": round(wall, 2), "batch": batch, "config": str(saved), "load_average_1min": load}
+    info["made_by"] = made_by
     done.write_text(json.dumps(info, indent=1) + "\n")
     return info
 
