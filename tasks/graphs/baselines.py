@@ -80,6 +80,14 @@ class DenseGNN(nn.Module):
         return GraphModelOutput(F.log_softmax(out, dim=-1), out.new_zeros(()))
 
 
+def gmoe_aux_weights(balance_weight: float, num_experts: int) -> dict[str, float]:
+    """GMoE's ``zoo.moe.weighted_aux_loss`` weights: the reference's balance loss ``coef * (cv²(importance) +
+    cv²(load))`` with its unbiased variance over the E experts, which is E / (E - 1) times ``zoo.moe``'s biased cv²
+    (one expert: cv² is 0 either way)."""
+    unbiased = num_experts / (num_experts - 1) if num_experts > 1 else 1.0
+    return {"cv_squared": balance_weight * unbiased}
+
+
 class GMoELayerOutput(NamedTuple):
     """What a :class:`GMoELayer` returns: the mixture (N, out_dim), its `Routing` over the N nodes, and every
     expert's output (N, E, out_dim) (all experts run; the diagnostics compare them)."""
@@ -90,12 +98,15 @@ class GMoELayerOutput(NamedTuple):
 
 
 class GMoELayer(nn.Module):
-    """One GMoE layer (arXiv:2304.02806, Eq. 3): ``h_i' = sum_e g_ie * BN_e(conv_e(h))_i``.
+    """One GMoE layer (arXiv:2304.02806, Eq. 3) as the authors' code computes it:
+    ``h_i' = (1 / E) sum_e g_ie * BN_e(conv_e(h))_i``.
 
     Experts are single graph convolutions, the first ``num_hop1`` on 1-hop edges and the rest on 2-hop edges; a
     ``zoo.moe`` router on each node's input (noisy top-k in the paper) weighs them. Every expert runs on the whole
     graph (message passing needs the neighbours' states), so the mixture is dense (``zoo.moe.combine_dense``),
-    as in the reference code.
+    as in the reference code. The reference averages the gated experts over E (``(gates * experts).mean(dim=1)``,
+    ``graphproppred/moe.py``) where the paper's Eq. 3 sums them; we follow the code (parity fixture
+    ``tests/parity/test_gmoe.py``).
 
     Shapes: x (N, in_dim) -> :class:`GMoELayerOutput` (output (N, out_dim), routing over N, experts (N, E, out_dim)).
     """
@@ -137,7 +148,7 @@ class GMoELayer(nn.Module):
             ],
             dim=1,
         )  # (N, E, out_dim)
-        return GMoELayerOutput(combine_dense(outs, routing), routing, outs)
+        return GMoELayerOutput(combine_dense(outs, routing) / len(self.kinds), routing, outs)
 
 
 class GMoE(nn.Module):
@@ -145,8 +156,11 @@ class GMoE(nn.Module):
 
     Node level: layers in_dim -> hidden -> ... -> num_classes (the last layer's expert outputs are class
     logits). Graph level: layers in_dim -> hidden ... -> hidden, pooled per graph, MLP head -> (B, C).
-    Aux loss: ``zoo.moe.weighted_aux_loss`` over every layer's routing with ``{"cv_squared": balance_weight}``
-    (mean over layers; coefficient 1e-2 in the reference code).
+    Aux loss: ``zoo.moe.weighted_aux_loss`` over every layer's routing with ``{"cv_squared": balance_weight * E /
+    (E - 1)}`` (mean over layers; coefficient 1e-2 in the reference code). The factor makes it the reference's loss:
+    its cv² takes the unbiased variance over the E experts (torch ``var()``), ``zoo.moe``'s the biased one
+    (Shazeer et al.'s), and the two differ by exactly E / (E - 1). The logged ``balance`` stays ``zoo.moe``'s cv²,
+    comparable across tasks.
 
     Shapes: x (N, in_dim) -> :class:`~zoo_tasks.graphs.output.GraphModelOutput` with log_probs (T, C), routings
     ``{"layers.0": ..., "layers.1": ...}`` over the N nodes, expert_outputs (N, E, D) of the last layer.
@@ -175,7 +189,7 @@ class GMoE(nn.Module):
         if num_layers < 1:
             raise ConfigError(f"num_layers must be >= 1, got {num_layers}")
         self.level, self.pool, self.dropout = level, pool, dropout
-        self.aux_weights = {"cv_squared": balance_weight}
+        self.aux_weights = gmoe_aux_weights(balance_weight, num_experts)
         last = num_classes if level == "node" else hidden
         dims = [in_dim] + [hidden] * (num_layers - 1) + [last]
         self.layers = nn.ModuleList(

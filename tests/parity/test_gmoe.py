@@ -1,16 +1,9 @@
 """Parity of our GMoE layer (``zoo_tasks.graphs.baselines.GMoELayer``) with the authors' ``MoE`` layer
 (VITA-Group/Graph-Mixture-of-Experts ``graphproppred/moe.py``), fixture from ``scripts/parity/export_gmoe.py``.
 
-Same weights, inputs and noise seed: the noisy top-k gate, the smooth load estimator and every hop-1/hop-2 expert
-(GCNConv + BatchNorm) agree to fp32 round-off. Two constant factors differ, and are pinned:
-
-* mixture: the reference averages the gated experts (``(gates * experts).mean(dim=1)``, i.e. divides by E); ours
-  sums them as the paper's Eq. 3 (``zoo.moe.combine_dense``), so our layer output is E times theirs;
-* balance loss: the reference's cv² uses the unbiased variance (``x.var()``), ours the biased one, so our cv² is
-  (E - 1) / E times theirs.
-
-Gradients and the SGD step are compared on ``sum(y / E * R) + E / (E - 1) * coef * cv²``: our layer with both
-factors undone, which must then match the reference's ``sum(y * R) + loss`` exactly.
+Same weights, inputs and noise seed: the noisy top-k gate, the smooth load estimator, every hop-1/hop-2 expert
+(GCNConv + BatchNorm), the mixture (the reference's mean over the E gated experts), the balance loss (its unbiased
+cv², ``gmoe_aux_weights``), the gradients of ``sum(y * R) + loss`` and one SGD step agree to fp32 round-off.
 """
 
 from __future__ import annotations
@@ -18,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from zoo.moe import weighted_aux_loss
-from zoo_tasks.graphs.baselines import GMoELayer
+from zoo_tasks.graphs.baselines import GMoELayer, gmoe_aux_weights
 
 FIXTURE = "gmoe"
 
@@ -53,12 +46,15 @@ def run(fx: dict, layer: GMoELayer):
     return layer(x["x"], x["edge_index"], x["edge_index_2hop"])
 
 
-def matched_objective(fx: dict, out) -> torch.Tensor:
-    """Ours with the two pinned factors undone: ``sum(y / E * R) + E / (E - 1) * coef * cv²``."""
+def balance_loss(fx: dict, out) -> torch.Tensor:
+    """The layer's balance loss as ``GMoE`` weighs it (``gmoe_aux_weights``)."""
     c = fx["meta"]["config"]
-    e = c["num_experts"]
-    cv2 = weighted_aux_loss(out.routing, {"cv_squared": c["coef"]})
-    return (out.output / e * fx["inputs"]["target_weights"]).sum() + e / (e - 1) * cv2
+    return weighted_aux_loss(out.routing, gmoe_aux_weights(c["coef"], c["num_experts"]))
+
+
+def objective(fx: dict, out) -> torch.Tensor:
+    """The reference's training objective on this layer: ``sum(y * R) + loss``."""
+    return (out.output * fx["inputs"]["target_weights"]).sum() + balance_loss(fx, out)
 
 
 def test_noise_draw_matches_fixture(parity):
@@ -75,7 +71,7 @@ def test_gate_load_and_experts_equal(parity):
     parity.compare("gates", out.routing.dense_weights(), fx["outputs"]["gates"])
     parity.compare("load (smooth estimator)", out.routing.load_prob.sum(0), fx["outputs"]["load"])
     parity.compare("expert outputs", out.expert_outputs, fx["outputs"]["expert_outputs"])
-    parity.compare("output / E", out.output / fx["meta"]["config"]["num_experts"], fx["outputs"]["y"])
+    parity.compare("output (mean of the gated experts)", out.output, fx["outputs"]["y"])
     parity.describe(
         method=["gmoe", "gmoe_tuned"],
         task="c2gmoe",
@@ -85,52 +81,23 @@ def test_gate_load_and_experts_equal(parity):
     )
 
 
-def test_mixture_is_sum_not_mean(parity):
-    """Pinned: our output is E x the reference's (sum over gated experts vs the reference's mean)."""
+def test_balance_loss_equals_the_reference_unbiased_cv2(parity):
+    """The balance loss GMoE trains on equals the reference's ``coef * (cv²(importance) + cv²(load))``."""
     fx = parity.load(FIXTURE)
-    out = run(fx, build(fx))
-    e = fx["meta"]["config"]["num_experts"]
-    parity.compare("output = E x reference", out.output, e * fx["outputs"]["y"])
-    parity.differs(
-        "output (sum vs reference mean)",
-        out.output,
-        fx["outputs"]["y"],
-        at_least=0.5,
-        why=f"reference moe.py combines with (gates * experts).mean(dim=1) (= sum / E); ours sums (paper Eq. 3), "
-        f"so our GMoE layer outputs are E={e} times larger",
-    )
-
-
-def test_balance_loss_uses_biased_variance(parity):
-    """Pinned: our cv² uses the biased variance, the reference ``x.var()`` the unbiased one: ratio (E - 1) / E."""
-    fx = parity.load(FIXTURE)
-    out = run(fx, build(fx))
-    c = fx["meta"]["config"]
-    e = c["num_experts"]
-    ours = weighted_aux_loss(out.routing, {"cv_squared": c["coef"]})
-    theirs = fx["loss"]["aux"]
-    parity.compare("balance loss x E/(E-1)", ours * e / (e - 1), theirs)
-    parity.differs(
-        "balance loss (biased vs unbiased variance)",
-        ours,
-        theirs,
-        at_least=0.5 / e,
-        why=f"reference cv_squared uses torch var() (unbiased); ours var(unbiased=False): ours = (E-1)/E x theirs "
-        f"(E={e})",
-    )
+    parity.compare("balance loss", balance_loss(fx, run(fx, build(fx))), fx["loss"]["aux"])
 
 
 def test_gradients_and_sgd_step_equal(parity):
-    """With both factors undone, the objective, every gradient and the state after one SGD step match. A conv's
+    """The objective, every gradient and the state after one SGD step match. A conv's
     bias gradient is 0 up to round-off (the bias is cancelled by the train-mode BatchNorm after it), so it is
     compared together with that conv's weight gradient (relative to their joint max)."""
     fx = parity.load(FIXTURE)
     layer = build(fx)
-    objective = matched_objective(fx, run(fx, layer))
-    parity.compare("objective (matched)", objective, fx["loss"]["objective"])
+    loss = objective(fx, run(fx, layer))
+    parity.compare("objective", loss, fx["loss"]["objective"])
     optimizer = torch.optim.SGD(layer.parameters(), lr=fx["meta"]["config"]["lr"])
     optimizer.zero_grad()
-    objective.backward()
+    loss.backward()
     ours_grads = {name: p.grad for name, p in layer.named_parameters()}
     for name, theirs in fx["grads"].items():
         grad = ours_grads[ours_name(name)]
