@@ -72,7 +72,7 @@ class ExpertParallelStrategy(DDPStrategy):
         for layer in layers:
             if layer.num_experts % ep:
                 raise ConfigError(f"{layer.num_experts} experts do not split over ep_size {ep}")
-        _sync_replicated(model, layers)  # the initial weights of rank 0 everywhere (what DDP's constructor does)
+        _sync_replicated(model)  # the initial weights of rank 0 everywhere (what DDP's constructor does)
         self._groups = build_parallel_groups(ep)
         to_expert_parallel(model, self._groups.ep_group)
         held = sum(p.numel() * p.element_size() for layer in layers for p in layer.experts.parameters())
@@ -141,21 +141,32 @@ class ExpertParallelStrategy(DDPStrategy):
             _optimizer_to_device(optimizer, self.root_device)
 
 
-def _built_local(model) -> bool:
-    """Whether ``model``'s MoE layers hold only their share of the experts (built under ``local_expert_init``)."""
+def _holds_share(module) -> bool:
+    """Whether ``module`` is an ``MoE`` layer holding only its share of the experts (``local_expert_init``)."""
     from zoo.moe import MoE
 
-    return any(type(m) is MoE and m.experts.num_experts != m.num_experts for m in model.modules())
+    return type(module) is MoE and module.experts.num_experts != module.num_experts
 
 
-def _sync_replicated(model, layers) -> None:
-    """Rank 0's parameters and buffers on every rank; a bank built as each rank's own share keeps its experts."""
-    names = {
+def _built_local(model) -> bool:
+    """Whether ``model``'s MoE layers hold only their share of the experts (built under ``local_expert_init``)."""
+    return any(_holds_share(m) for m in model.modules())
+
+
+def _share_names(model) -> set[str]:
+    """The state names of every expert bank ``model`` holds as this rank's own share (not to be synchronised).
+    Layers are told by type, never by ``in`` on a list: torchmetrics' ``Metric.__eq__`` returns a (truthy) metric."""
+    return {
         f"{name}.experts.{key}" if name else f"experts.{key}"
         for name, m in model.named_modules()
-        if m in layers and m.experts.num_experts != m.num_experts
+        if _holds_share(m)
         for key in m.experts.state_dict()
     }
+
+
+def _sync_replicated(model) -> None:
+    """Rank 0's parameters and buffers on every rank; a bank built as each rank's own share keeps its experts."""
+    names = _share_names(model)
     before = getattr(model, "_ddp_params_and_buffers_to_ignore", None)
     model._ddp_params_and_buffers_to_ignore = set(before or ()) | names
     try:
