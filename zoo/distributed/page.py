@@ -113,6 +113,13 @@ def _closure_changes(config: dict, old: str, new: str, repo: Path) -> str:
     return ", ".join(f"`{f}`" for f in changed) if changed else "none"
 
 
+def _hash_note(ref, first) -> str:
+    """Why the two source hashes are equal or not: the world-P config names the strategy (``zoo.distributed``)."""
+    if ref.source_hash == first.source_hash:
+        return "equal: the one-process run's driver already imports `zoo.distributed`, which the strategy adds"
+    return "its closure adds `zoo.distributed`"
+
+
 def code_changes(reference: RunRecord, ours: RunRecord, repo: Path) -> str:
     """The files of the reference run's code closure that changed between the reference's code (its last
     re-verification, else its commit) and the commit the expert-parallel run was made at."""
@@ -176,7 +183,7 @@ def section(ours: list[RunRecord], repo: Path) -> list[str]:
         "",
         f"Code: files of the one-process run's closure changed since its records were made or last re-verified: "
         f"{code_changes(ref, first, repo)}. Source hashes: one process `{ref.source_hash[:12]}`, {label} "
-        f"`{first.source_hash[:12]}` (its closure adds `zoo.distributed`). Files of the {label} records' closure "
+        f"`{first.source_hash[:12]}` ({_hash_note(ref, first)}). Files of the {label} records' closure "
         f"changed between their commit and HEAD (not re-verified since: a change there may change their numbers): "
         f"{changes_since(first, repo)}.",
         "",
