@@ -80,8 +80,9 @@ def fit(reference: RunRecord, run_dir: Path, world: int, threads: int) -> dict:
 
     made_by = fit_made_by(reference, world)
     done = run_dir / "fit.json"
-    if done.exists() and json.loads(done.read_text()).get("made_by") == made_by:
-        return json.loads(done.read_text())
+    finished = json.loads(done.read_text()) if done.exists() else {}
+    if finished.get("made_by") == made_by:
+        return finished
     if run_dir.exists() and any(run_dir.iterdir()):
         moved = move_aside(run_dir)
         print(f"row_run: {run_dir} held a fit by other code or settings, or a killed one: moved to {moved}")
