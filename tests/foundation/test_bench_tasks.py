@@ -180,3 +180,41 @@ def test_an_agent_is_judged_on_environment_steps_per_second(tmp_path):
     agent = _record("agent", [12.0, 12.0, 12.0], [10.0, 10.0, 10.0], env=([90.0, 92.0, 91.0], [100.0, 100.0, 100.0]))
     verdict = page.verdict("agent", agent)
     assert verdict.target.startswith("env steps/s ≥ 0.8×") and verdict.ours == "0.91×" and verdict.met
+
+
+def _flop_record(task: str, moe: int, dense: int) -> dict:
+    counted = {"status": "measured", "moe": {"flops": moe}, "dense": {"flops": dense}, "flop_ratio": moe / dense}
+    return {"bench": "tasks", "task": task, "date": "2026-01-01T00:00:00Z", "status": "measured",
+            "settings": {"regimes": ["flops"]}, "regimes": {"flops": counted}}  # fmt: skip
+
+
+def test_a_missed_target_is_told_apart_as_arithmetic_or_execution_by_the_flop_count(tmp_path):
+    slow = _record("slow", [30.0, 31.0, 29.0], [10.0, 10.0, 10.0])  # 3.00x the twin's step
+    more_work = page.bound_line("slow", slow, _flop_record("slow", 2_800, 1_000))
+    assert "the bound is the MoE model's arithmetic: it does 2.80× its twin's FLOPs" in more_work
+    assert "at 1.07× the twin's time per FLOP" in more_work
+    same_work = page.bound_line("slow", slow, _flop_record("slow", 1_100, 1_000))
+    assert "the bound is the execution of its work" in same_work and "2.73× the twin's time per FLOP" in same_work
+    records = {("slow", "idle-unset"): (tmp_path / "a.json", slow), ("slow", "flops"): (tmp_path / "b.json", None)}
+    records[("slow", "flops")] = (tmp_path / "b.json", _flop_record("slow", 2_800, 1_000))
+    text = page.render_page(records, ["slow"], tmp_path)
+    assert "| slow | 2.8e-06 | 1e-06 | 2.80× | 3.00× | 1.07× |" in text
+    assert [line for line in text.splitlines() if line.startswith("## ")].count("## FLOPs per training step") == 1
+    assert "| flops |" not in text  # the counting pseudo-regime is no timing table
+
+
+def test_the_flop_count_of_a_training_step_is_the_closed_form_of_its_matrix_products():
+    import torch
+
+    from zoo.bench.flop_step import CountedStep
+    from zoo.moe import MoE
+
+    torch.manual_seed(0)
+    layer, tokens, dim, hidden, experts, k = MoE(dim=16, num_experts=4, top_k=2, hidden=32), 50, 16, 32, 4, 2
+    counted = CountedStep(layer)
+    counted.start()
+    layer(torch.randn(tokens, dim, requires_grad=True))[0].sum().backward()
+    flops = counted.stop()["flops"]
+    gate = 2 * tokens * dim * experts  # the router's linear layer
+    ffn = 2 * tokens * k * (dim * hidden + hidden * dim)  # every routed slot through both expert matrices
+    assert flops == 3 * (gate + ffn)  # forward, and the input and weight gradients of each product

@@ -11,8 +11,9 @@ module's ``training_step`` (forward), the backward pass and the optimiser step (
 zeroing, as the trainer is configured), or, under manual optimisation, whatever ``training_step`` does itself (an RL
 agent's environment step and updates). Only steps that trained count (a step returning None, an agent filling its
 replay buffer, does not); of those, ``warmup`` are dropped, ``repeats`` are timed (wall: ``time.perf_counter``; CPU:
-``time.process_time`` of the process, whose other model threads are idle), then ``profiled`` more run under
-``zoo.bench.phase_split`` for the phase split, and the fit is stopped.
+``time.process_time`` of the process, whose other model threads are idle), then ``profiled`` more run under a
+probe (default ``zoo.bench.phase_split.ProfiledStep``, the phase split; ``zoo.bench.flop_step.CountedStep`` counts
+FLOPs), and the fit is stopped.
 
 A module that counts its environment steps (``_timing_so_far()["fit_env_steps"]``, the RL agents) gets each timed
 step's environment steps recorded too, so that env steps per second follow from the same steps.
@@ -81,8 +82,11 @@ class StepClock(pl.Callback):
     ``profiles`` (``ProfiledStep.stop()`` of each profiled step), ``timeline`` (``(name, start, end)`` of every
     timed or profiled step, ``time.perf_counter`` seconds, shared by all clocks of one run)."""
 
-    def __init__(self, name: str, baton: Baton, barrier: threading.Barrier, timeline: list, counts: tuple[int, ...]):
+    def __init__(
+        self, name: str, baton: Baton, barrier: threading.Barrier, timeline: list, counts: tuple[int, ...], probe=None
+    ):
         self.name, self.baton, self.barrier, self.timeline = name, baton, barrier, timeline
+        self.probe = probe  # a class built on the module, with start() and stop() -> dict; None: ProfiledStep
         self.warmup, self.repeats, self.profiled = counts
         self.trained = 0
         self.wall_ms: list[float] = []
@@ -108,7 +112,7 @@ class StepClock(pl.Callback):
         if self._phase() == "profile":
             from zoo.bench.phase_split import ProfiledStep
 
-            self._profiling = ProfiledStep(pl_module)
+            self._profiling = (self.probe or ProfiledStep)(pl_module)
             self._profiling.start()
         self._env = env_steps(pl_module)
         self._cpu, self._wall = time.process_time(), time.perf_counter()
@@ -154,14 +158,17 @@ class StepClock(pl.Callback):
         self.barrier.abort()
 
 
-def run_in_turn(fits: dict[str, tuple], warmup: int, repeats: int, profiled: int) -> tuple[dict, dict, list]:
-    """Fit every ``name -> (trainer, model, datamodule)`` in its own thread, one training step at a time in turn.
+def run_in_turn(
+    fits: dict[str, tuple], warmup: int, repeats: int, profiled: int, probe=None
+) -> tuple[dict, dict, list]:
+    """Fit every ``name -> (trainer, model, datamodule)`` in its own thread, one training step at a time in turn
+    (``probe``: what the steps after the timed ones run under, see :class:`StepClock`).
 
     Returns ``(clocks, errors, timeline)``: each name's :class:`StepClock`, the exception each failed fit raised,
     and the shared timeline of timed and profiled steps."""
     names = list(fits)
     baton, barrier, timeline = Baton(names), threading.Barrier(len(names)), []
-    clocks = {n: StepClock(n, baton, barrier, timeline, (warmup, repeats, profiled)) for n in names}
+    clocks = {n: StepClock(n, baton, barrier, timeline, (warmup, repeats, profiled), probe) for n in names}
     errors: dict[str, BaseException] = {}
 
     def fit(name: str) -> None:

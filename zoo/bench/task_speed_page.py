@@ -6,7 +6,9 @@ Targets (issue 62): the MoE step is at most ``TARGET_RATIO`` times its twin's on
 an environment (its records carry environment steps: the RL agents) is judged instead on environment steps per
 second, at least ``TARGET_ENV_SHARE`` of its twin's. Judged with ``zoo.bench.claims`` on the interleaved pairs of
 steps. Where a task misses its target, the page states the bound its own record measured: how much of the MoE step
-routing, dispatch and combine take (and what the step would be without them), and the expert GEMMs' share.
+routing, dispatch and combine take (and what the step would be without them), the expert GEMMs' share and, from the
+task's FLOP-count record, whether the rest is the MoE model's arithmetic (more FLOPs than its twin) or the execution of
+it (more time per FLOP).
 """
 
 from __future__ import annotations
@@ -40,6 +42,15 @@ METHOD = (
     'records); "—": the instrumentation saw no such part (e.g. experts computed inline by the task).'
 )
 
+
+FLOPS = "flops"  # zoo bench tasks' counting pseudo-regime (``zoo.bench.tasks.FLOPS``)
+FLOP_METHOD = (
+    "Counted by `zoo bench tasks --regimes flops` (`zoo.bench.flop_step`): one training step of each model after the "
+    "warm-up under `torch.utils.flop_counter` (matrix products, convolutions and attention, forward and backward; "
+    "element-wise work and environment simulation are not counted). Counts do not depend on the machine or its load. "
+    "Time per FLOP = the step-time ratio / the FLOP ratio: near 1 the MoE model runs its arithmetic as fast as the "
+    "twin does, and the step ratio is the work ratio."
+)
 
 Entry = tuple[Path, dict]  # a record file and its record
 
@@ -157,8 +168,34 @@ def verdict(task: str, record: dict | None):
     return claim(f"MoE / twin step ≤ {TARGET_RATIO}× ({regime})", task, f"{numbers['ratio']:.2f}×", gains)
 
 
-def bound_line(task: str, record: dict) -> str | None:
-    """For a task whose idle median misses its target: the bound its record measured, in one sentence."""
+def _flop_numbers(flops: dict | None) -> dict | None:
+    """A task's measured ``flops`` pseudo-regime (``zoo bench tasks --regimes flops``), or None."""
+    numbers = ((flops or {}).get("regimes") or {}).get(FLOPS)
+    return numbers if numbers and numbers.get("status") == "measured" and numbers.get("flop_ratio") else None
+
+
+def _arithmetic(task: str, numbers: dict, flops: dict | None, env: bool) -> str | None:
+    """The bound's last clause from the task's FLOP count: the MoE model's arithmetic, or the execution of it."""
+    counted = _flop_numbers(flops)
+    if counted is None:
+        return None
+    work, time_ratio = counted["flop_ratio"], numbers["ratio"]
+    per_flop = time_ratio / work
+    if (1 / work < TARGET_ENV_SHARE) if env else (work > TARGET_RATIO):
+        return (
+            f"the bound is the MoE model's arithmetic: it does {work:.2f}× its twin's FLOPs per step (the twin "
+            f"matches its active parameters, not its FLOPs), at {per_flop:.2f}× the twin's time per FLOP."
+        )
+    return (
+        f"the bound is the execution of its work, not the arithmetic: it does {work:.2f}× its twin's FLOPs per step "
+        f"but takes {per_flop:.2f}× the twin's time per FLOP (small operations, whose fixed costs the twin's fewer, "
+        "larger ones do not pay)."
+    )
+
+
+def bound_line(task: str, record: dict, flops: dict | None = None) -> str | None:
+    """For a task whose idle median misses its target: the bound its records measured, in one sentence (``flops``:
+    the task's FLOP-count record, which tells its arithmetic from the execution of it)."""
     regime = judged_regime(record)
     if regime is None:
         return None
@@ -188,11 +225,46 @@ def bound_line(task: str, record: dict) -> str | None:
     )
     if (1 / without >= TARGET_ENV_SHARE) if env else (without <= TARGET_RATIO):
         return text + "the bound is that per-step overhead (sorting, gathers, scatters, small per-expert launches)."
+    arithmetic = _arithmetic(task, numbers, flops, env)
+    if arithmetic:
+        return text + arithmetic
     rest = max(0.0, 1 - overhead - gemms)
     return text + (
         f"the bound is not the mixture's overhead but the MoE model's own work per step (expert GEMMs {gemms:.0%}, "
         f"the rest of its step {rest:.0%}), more than its twin's."
     )
+
+
+def _gflop(flops: int) -> str:
+    return f"{flops / 1e9:.3g}"
+
+
+def flop_table(records: dict, judged: dict, tasks: list[str]) -> list[str]:
+    """FLOPs of one training step, MoE vs twin, beside the idle time ratio (tasks with a FLOP-count record)."""
+    rows = []
+    for task in tasks:
+        counted = _flop_numbers(records.get((task, FLOPS), (None, None))[1])
+        if counted is None:
+            continue
+        regime = judged[task] and judged_regime(judged[task][1])
+        ratio = judged[task][1]["regimes"][regime]["ratio"] if regime else None
+        time_cells = f"{ratio:.2f}× | {ratio / counted['flop_ratio']:.2f}×" if ratio else "— | —"
+        rows.append(
+            f"| {task} | {_gflop(counted['moe']['flops'])} | {_gflop(counted['dense']['flops'])} | "
+            f"{counted['flop_ratio']:.2f}× | {time_cells} |"
+        )
+    if not rows:
+        return []
+    return [
+        "## FLOPs per training step",
+        "",
+        FLOP_METHOD,
+        "",
+        "| task | MoE GFLOP | twin GFLOP | FLOPs MoE / twin | step time MoE / twin (idle) | time per FLOP MoE / twin |",
+        "|---|---:|---:|---:|---:|---:|",
+        *rows,
+        "",
+    ]
 
 
 def render_page(records: dict[tuple[str, str], Entry], tasks: list[str], page_dir: Path) -> str:
@@ -205,7 +277,9 @@ def render_page(records: dict[tuple[str, str], Entry], tasks: list[str], page_di
     judged = {t: judged_entry(records, t) for t in tasks}
     verdicts = [verdict(t, judged[t] and judged[t][1]) for t in tasks]
     lines += ["## Targets", "", *claims_table(verdicts), ""]
-    bounds = [b for t in tasks if judged[t] for b in [bound_line(t, judged[t][1])] if b]
+    lines += flop_table(records, judged, tasks)
+    flops = {t: records.get((t, FLOPS), (None, None))[1] for t in tasks}
+    bounds = [b for t in tasks if judged[t] for b in [bound_line(t, judged[t][1], flops[t])] if b]
     lines += ["## Measured bounds", ""]
     lines += bounds or ["No task measured idle misses its target."]
     lines += ["", "## Records", ""]

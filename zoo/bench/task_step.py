@@ -102,3 +102,32 @@ def measure(builds: dict[str, tuple[Path, list[str]]], warmup: int, repeats: int
     if short:
         raise RuntimeError(f"the {' and '.join(short)} fit ended before {warmup + repeats} training steps")
     return summarise(clocks, {role: cli.model for role, cli in clis.items()}, timeline)
+
+
+def count(builds: dict[str, tuple[Path, list[str]]], warmup: int) -> dict:
+    """The FLOPs of one training step of each model after ``warmup`` (``zoo.bench.flop_step``), stepped in turn as
+    ``measure`` steps them: ``{"moe": {"flops", "parameters", ...}, "dense": ..., "flop_ratio"}``."""
+    from zoo.bench.flop_step import CountedStep
+    from zoo.bench.step_clock import run_in_turn
+    from zoo.moe import segment_kernel
+
+    segment_kernel.kernel()
+    clis = {role: build(*builds[role]) for role in ROLES}
+    fits = {role: (cli.trainer, cli.model, cli.datamodule) for role, cli in clis.items()}
+    clocks, errors, _ = run_in_turn(fits, warmup, 0, 1, probe=CountedStep)
+    if errors:
+        role, error = next(iter(errors.items()))
+        raise RuntimeError(f"the {role} fit failed: {type(error).__name__}: {error}") from error
+    short = [role for role in ROLES if not clocks[role].profiles]
+    if short:
+        raise RuntimeError(f"the {' and '.join(short)} fit ended before {warmup + 1} training steps")
+    out = {}
+    for role, cli in clis.items():
+        params = list(cli.model.parameters())
+        out[role] = {
+            "flops": clocks[role].profiles[0]["flops"],
+            "parameters": sum(p.numel() for p in params),
+            "trainable_parameters": sum(p.numel() for p in params if p.requires_grad),
+        }
+    out["flop_ratio"] = out["moe"]["flops"] / out["dense"]["flops"] if out["dense"]["flops"] else None
+    return out

@@ -1,7 +1,7 @@
 """`zoo bench tasks`: one training step of every task's benchmark config, its MoE method against its dense twin.
 
     zoo bench tasks [--task NAME ...] [--repeats 7] [--warmup 2] [--profiled 1] [--threads 2]
-                    [--regimes idle-unset,contended-unset] [--leaderboard | --out DIR]
+                    [--regimes idle-unset,contended-unset,flops] [--leaderboard | --out DIR]
     zoo bench tasks --render-only [--out DIR]          # re-render the page from the records
 
 For each task, the pair of ``zoo.bench.task_pairs`` (its first declared dense twin, on the first dataset both have a
@@ -11,7 +11,9 @@ an RL agent's environment step and updates) run one at a time in turn in one pro
 medians of ``--repeats`` interleaved steps after ``--warmup`` are compared, then ``--profiled`` more steps per model
 give the share of routing, dispatch, expert GEMMs and combine (``zoo.bench.phase_split``). Each regime of
 ``zoo.bench.contention`` (idle or contended cores x OpenMP wait policy; default the two with the policy users have)
-runs every task in its own child process, ``--threads`` torch threads.
+runs every task in its own child process, ``--threads`` torch threads. The pseudo-regime ``flops`` times nothing: it
+counts the FLOPs of one training step of each model after the warm-up (``zoo.bench.flop_step``; counts do not depend
+on the load, so it may run on a busy machine).
 
 A task whose data, optional package or prerequisite run is missing gets a record that says so in one line (no
 numbers). Records (``zoo.bench.provenance``: commit, source hash of the bench and the task's modules, machine,
@@ -38,6 +40,8 @@ from zoo.bench.provenance import BenchRun, load_average, record_folder, stamp
 MODULE = "zoo.bench.tasks"  # with the step clock, the phase split, zoo fit's builder (its closure)
 NAME = "tasks"
 DEFAULT_REGIMES = "idle-unset,contended-unset"
+FLOPS = "flops"  # the counting pseudo-regime
+RUNS = (*REGIMES, FLOPS)
 PAGE = "task_speed.md"
 
 
@@ -48,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=2, help="training steps dropped before the timed ones")
     p.add_argument("--profiled", type=int, default=1, help="steps per model after the timed ones, for the split")
     p.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
-    p.add_argument("--regimes", default=DEFAULT_REGIMES, help=f"comma-separated, of {', '.join(REGIMES)}")
+    p.add_argument("--regimes", default=DEFAULT_REGIMES, help=f"comma-separated, of {', '.join(RUNS)}")
     p.add_argument("--companion-threads", type=int, default=2, help="threads of the contended regimes' GEMM loop")
     p.add_argument("--render-only", action="store_true", help="only re-render the page from the records")
     where = p.add_mutually_exclusive_group()
@@ -64,7 +68,7 @@ def child(args: argparse.Namespace) -> int:
     import torch
 
     from zoo.bench.task_pairs import fit_args, pair_for
-    from zoo.bench.task_step import measure
+    from zoo.bench.task_step import count, measure
     from zoo.errors import ZooError
     from zoo.registry import get_task, missing_dependency
 
@@ -75,7 +79,10 @@ def child(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="zoo-bench-tasks-") as tmp:
         builds = {role: fit_args(spec, getattr(pair, role), Path(tmp) / role) for role in ("moe", "dense")}
         try:
-            part |= {"status": "measured", **measure(builds, args.warmup, args.repeats, args.profiled)}
+            if args.in_regime == FLOPS:
+                part |= {"status": "measured", **count(builds, args.warmup)}
+            else:
+                part |= {"status": "measured", **measure(builds, args.warmup, args.repeats, args.profiled)}
         except Exception as exc:  # noqa: BLE001 - the record says why, in one line; the other tasks go on
             missing = missing_dependency(exc)
             cause = exc.__cause__ if isinstance(exc.__cause__, ZooError) else exc
@@ -91,7 +98,7 @@ def run_regime(task: str, regime: str, args: argparse.Namespace, folder: Path) -
     """One task in one regime, in its own child process (with the companion load when contended)."""
     from zoo.registry import repository_root
 
-    contended, policy = REGIMES[regime]
+    contended, policy = REGIMES.get(regime, (False, None))
     part = folder / f"{task}-{regime}.json"
     cmd = [sys.executable, "-m", MODULE, *_settings_args(args), "--task", task, "--in-regime", regime]
     cmd += ["--part", str(part)]
@@ -191,9 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.in_regime:
         return child(args)
     regimes = [r for r in args.regimes.split(",") if r]
-    bad = [r for r in regimes if r not in REGIMES]
+    bad = [r for r in regimes if r not in RUNS]
     if bad:
-        print(f"zoo bench tasks: unknown regimes {', '.join(bad)}; valid: {', '.join(REGIMES)}", file=sys.stderr)
+        print(f"zoo bench tasks: unknown regimes {', '.join(bad)}; valid: {', '.join(RUNS)}", file=sys.stderr)
         return 2
     run_stamp = stamp()
     folder = record_paths(args, "x", run_stamp).parent
