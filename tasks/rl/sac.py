@@ -3,9 +3,10 @@
 
 One ``training_step`` = one agent step: observe, act (uniformly random for the first ``learning_starts`` steps),
 store the transition, then ``updates_per_step`` SAC updates on replay batches (SimBa's update-to-data ratio 2).
-Each update follows the SimBa reference (SonyResearch/simba, ``scale_rl/agents/sac``) in its order:
+Each update (``sac_update``) follows the SimBa reference (SonyResearch/simba, ``scale_rl/agents/sac``) in its
+order:
 
-1. actor:        ``L_pi = E[alpha * log pi(a|s) - Q(s, a)]``, a ~ pi(.|s) reparameterised (critic frozen);
+1. actor:        ``L_pi = E[alpha * log pi(a|s) - min_i Q_i(s, a)]``, a ~ pi(.|s) reparameterised (critic frozen);
 2. temperature:  ``L_alpha = alpha * (H_batch - H_target)``, H_target = ``target_entropy_coef * |A|``;
 3. critic:       ``L_Q = sum_i E[(Q_i(s, a) - y)^2]``, ``y = r + gamma (1 - terminated) (min_i Q'_i(s', a') -
                  alpha log pi(a'|s'))``, a' ~ pi(.|s') from the just-updated actor, Q' the target critic;
@@ -34,6 +35,7 @@ import dataclasses
 import math
 import os
 import time
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -41,6 +43,7 @@ import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.optim import Optimizer
 
 from zoo.callbacks.periodic_checkpoint import PeriodicCheckpoint
 from zoo.errors import ConfigError
@@ -71,6 +74,72 @@ class UpdateOutput(NamedTuple):
 
     losses: dict[str, Tensor]
     routing: dict[str, Routing]
+
+
+def sac_update(agent: SACAgent, batch: Batch, optimizers: Sequence[Optimizer] | None = None) -> UpdateOutput:
+    """One SAC update on a replay batch (steps 1-4 of the module docstring, in the SimBa reference's order), each
+    loss stepped with its optimiser of ``optimizers = (actor, critic, temperature)``. Without ``optimizers`` it
+    only computes the losses at the current weights (no step, no target update): ``loss_and_routing``.
+    Returns the losses (scalars, for logging) and every gate's routing (actor, then critics)."""
+    hp = agent.hparams
+    actor_opt, critic_opt, temp_opt = optimizers or (None, None, None)
+
+    def step(optimizer: Optimizer | None, loss: Tensor) -> None:
+        if optimizer is not None:
+            optimizer.zero_grad()
+            agent.manual_backward(loss)
+            optimizer.step()
+
+    obs, next_obs = agent.normalize(batch.obs), agent.normalize(batch.next_obs)
+
+    # 1. actor: the critic is frozen, so L_pi's gradient reaches the actor through the action only
+    alpha = agent.log_alpha.exp().detach()
+    policy = agent.actor(obs)
+    action, log_prob = tanh_normal_sample(policy.mean, policy.log_std)
+    agent.critic.requires_grad_(False)
+    q_pi = agent.critic(obs, action).q.min(0).values
+    agent.critic.requires_grad_(True)
+    routing = {} if policy.routing is None else {"actor": policy.routing}
+    actor_aux = _aux_loss(routing.values(), agent.aux_weights)
+    actor_loss = (alpha * log_prob - q_pi).mean() + actor_aux
+    step(actor_opt, actor_loss)
+
+    # 2. temperature
+    entropy = -log_prob.detach().mean()
+    temperature_loss = agent.log_alpha.exp() * (entropy - agent.target_entropy)
+    step(temp_opt, temperature_loss)
+
+    # 3. critic, regressed on the soft target of the just-updated actor and temperature
+    with torch.no_grad():
+        alpha = agent.log_alpha.exp()
+        next_policy = agent.actor(next_obs)
+        next_action, next_log_prob = tanh_normal_sample(next_policy.mean, next_policy.log_std)
+        next_q = agent.target_critic(next_obs, next_action).q.min(0).values
+        target = batch.reward + hp.gamma * (1.0 - batch.terminated) * (next_q - alpha * next_log_prob)
+    q, critic_routings = agent.critic(obs, batch.action)  # (num_q, B), one routing per MoE critic
+    critic_aux = _aux_loss(critic_routings, agent.aux_weights)
+    critic_loss = (q - target).square().sum(0).mean() + critic_aux
+    step(critic_opt, critic_loss)
+
+    routing |= dict(zip(agent.critic_names(), critic_routings))
+    losses = dict(actor_loss=actor_loss, actor_aux=actor_aux, entropy=entropy, temperature_loss=temperature_loss)
+    losses |= dict(critic_loss=critic_loss, critic_aux=critic_aux, q_mean=q.detach().mean())
+    if optimizers is None:
+        return UpdateOutput(losses, routing)
+
+    # 4. target: Polyak averaging of the parameters; buffers (a router's balancing state, e.g. sigmoid_bias's
+    # expert bias) are not learned and are copied
+    with torch.no_grad():
+        for target_param, param in zip(agent.target_critic.parameters(), agent.critic.parameters()):
+            target_param.lerp_(param, hp.tau)
+        for target_buffer, buffer in zip(agent.target_critic.buffers(), agent.critic.buffers()):
+            target_buffer.copy_(buffer)
+    return UpdateOutput(losses, routing)
+
+
+def _aux_loss(routings: Iterable[Routing], weights: dict[str, float]) -> Tensor:
+    """The gates' weighted aux losses, summed over gates (one per network: each adds its own)."""
+    return sum((weighted_aux_loss(routing, weights) for routing in routings), torch.zeros(()))
 
 
 class SACAgent(pl.LightningModule):
@@ -251,108 +320,27 @@ class SACAgent(pl.LightningModule):
         return returns
 
     # ----------------------------------------------------------------------------------------------- updates
-    def _aux_loss(self, routings: tuple[Routing, ...]) -> Tensor:
-        """The gates' weighted aux losses, summed over gates (one per network: each adds its own)."""
-        loss = torch.zeros(())
-        for routing in routings:
-            loss = loss + weighted_aux_loss(routing, self.aux_weights)
-        return loss
-
     def critic_names(self) -> list[str]:
         """Names of the critics' gates in routings and summaries: "critic", or "critic.i" for an ensemble."""
         n = len(self.critic.critics)
         return ["critic"] if n == 1 else [f"critic.{i}" for i in range(n)]
 
-    def actor_loss(self, obs: Tensor) -> tuple[UpdateOutput, Tensor]:
-        """``L_pi = E[alpha log pi(a|s) - min_i Q_i(s, a)]`` + the gate's aux loss, a ~ pi(.|s) reparameterised;
-        the critic is frozen (gradients flow through Q into the action only). Returns the losses ("actor_loss",
-        "actor_aux") with the actor's routing, and log pi(a|s) (B,) for the temperature step."""
-        alpha = self.log_alpha.exp().detach()
-        policy = self.actor(obs)
-        action, log_prob = tanh_normal_sample(policy.mean, policy.log_std)
-        self.critic.requires_grad_(False)
-        q = self.critic(obs, action).q.min(0).values
-        self.critic.requires_grad_(True)
-        routing = {} if policy.routing is None else {"actor": policy.routing}
-        aux = self._aux_loss(tuple(routing.values()))
-        return UpdateOutput({"actor_loss": (alpha * log_prob - q).mean() + aux, "actor_aux": aux}, routing), log_prob
-
-    def critic_loss(
-        self, obs: Tensor, action: Tensor, reward: Tensor, next_obs: Tensor, terminated: Tensor
-    ) -> UpdateOutput:
-        """``L_Q = sum_i E[(Q_i(s, a) - y)^2]`` + every critic gate's aux loss, with the soft clipped target
-        ``y = r + gamma (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s'))`` from the target critic.
-        Returns the losses ("critic_loss", "critic_aux", "q_mean") with the critics' routings."""
-        hp = self.hparams
-        with torch.no_grad():
-            alpha = self.log_alpha.exp()
-            next_policy = self.actor(next_obs)
-            next_action, next_log_prob = tanh_normal_sample(next_policy.mean, next_policy.log_std)
-            next_q = self.target_critic(next_obs, next_action).q.min(0).values
-            target = reward + hp.gamma * (1.0 - terminated) * (next_q - alpha * next_log_prob)
-        q, routings = self.critic(obs, action)  # (num_q, B), one routing per MoE critic
-        aux = self._aux_loss(routings)
-        losses = {"critic_loss": (q - target).square().sum(0).mean() + aux, "critic_aux": aux, "q_mean": q.mean()}
-        return UpdateOutput(losses, dict(zip(self.critic_names(), routings)))
-
     def loss_and_routing(self, batch: Batch) -> tuple[Tensor, dict[str, Routing]]:
         """``L_pi + L_Q`` of one replay batch at the current weights and every gate's routing, without stepping
         (what ``zoo.moe.testing.check_router_step`` checks; an update steps each loss with its own optimiser)."""
-        obs, next_obs = self.normalize(batch.obs), self.normalize(batch.next_obs)
-        actor, _ = self.actor_loss(obs)
-        critic = self.critic_loss(obs, batch.action, batch.reward, next_obs, batch.terminated)
-        return actor.losses["actor_loss"] + critic.losses["critic_loss"], actor.routing | critic.routing
-
-    def update_actor_and_temperature(self, obs: Tensor) -> UpdateOutput:
-        """Steps 1-2: an optimiser step on ``actor_loss``, then one on the temperature."""
-        actor_opt, _, temp_opt = self.optimizers()
-        actor, log_prob = self.actor_loss(obs)
-        actor_opt.zero_grad()
-        self.manual_backward(actor.losses["actor_loss"])
-        actor_opt.step()
-
-        entropy = -log_prob.detach().mean()
-        temp_loss = self.log_alpha.exp() * (entropy - self.target_entropy)
-        temp_opt.zero_grad()
-        self.manual_backward(temp_loss)
-        temp_opt.step()
-        return UpdateOutput(actor.losses | {"entropy": entropy, "temperature_loss": temp_loss}, actor.routing)
-
-    def update_critic(
-        self, obs: Tensor, action: Tensor, reward: Tensor, next_obs: Tensor, terminated: Tensor
-    ) -> UpdateOutput:
-        """Step 3: an optimiser step on ``critic_loss`` (every Q_i regressed on the target)."""
-        _, critic_opt, _ = self.optimizers()
-        critic = self.critic_loss(obs, action, reward, next_obs, terminated)
-        critic_opt.zero_grad()
-        self.manual_backward(critic.losses["critic_loss"])
-        critic_opt.step()
-        critic.losses["q_mean"] = critic.losses["q_mean"].detach()
-        return critic
-
-    @torch.no_grad()
-    def update_target(self) -> None:
-        """Step 4: Polyak averaging of the target critic's parameters towards the critic's; buffers (a router's
-        balancing state, e.g. sigmoid_bias's expert bias) are not learned and are copied."""
-        for target, online in zip(self.target_critic.parameters(), self.critic.parameters()):
-            target.lerp_(online, self.hparams.tau)
-        for target, online in zip(self.target_critic.buffers(), self.critic.buffers()):
-            target.copy_(online)
+        losses, routing = sac_update(self, batch)
+        return losses["actor_loss"] + losses["critic_loss"], routing
 
     def update(self, batch: Batch) -> UpdateOutput:
-        """One full SAC update on a replay batch (steps 1-4); its gates' routings (detached) join the training
-        summary."""
+        """One ``sac_update`` with the agent's optimisers; its gates' routings (detached) join the training summary."""
         start = time.perf_counter()
-        obs, next_obs = self.normalize(batch.obs), self.normalize(batch.next_obs)
-        actor = self.update_actor_and_temperature(obs)
-        critic = self.update_critic(obs, batch.action, batch.reward, next_obs, batch.terminated)
-        self.update_target()
-        routing = {name: r.detach() for name, r in (actor.routing | critic.routing).items()}
+        losses, routing = sac_update(self, batch, self.optimizers())
+        routing = {name: r.detach() for name, r in routing.items()}
         if routing:
             self.train_routing.add(routing)
         self._timing["update_s"] += time.perf_counter() - start
         self._timing["updates"] += 1
-        return UpdateOutput(actor.losses | critic.losses, routing)
+        return UpdateOutput(losses, routing)
 
     # ----------------------------------------------------------------------------------------------- loop
     def env_steps(self) -> int:

@@ -11,8 +11,10 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 
 from zoo.callbacks.routing_stats import RoutingStatsCallback
 from zoo.errors import ConfigError
+from zoo.moe.testing import check_router_step
 from zoo_tasks.rl.data import DMControlDataModule
-from zoo_tasks.rl.sac import SACAgent, tanh_normal_sample
+from zoo_tasks.rl.replay import Batch
+from zoo_tasks.rl.sac import SACAgent, sac_update, tanh_normal_sample
 
 TINY = dict(actor_hidden=16, critic_hidden=16, critic_blocks=1, num_experts=4, top_k=2, batch_size=32)
 
@@ -41,58 +43,66 @@ def idle_agent(tmp_path_factory):
     return agent
 
 
-def _snapshot(module):
-    return [p.detach().clone() for p in module.parameters()]
+def _snapshot(net):
+    return [p.detach().clone() for p in _params(net)]
 
 
 def _changed(module, before):
     return [not torch.equal(p, b) for p, b in zip(module.parameters(), before)]
 
 
-def test_critic_update_changes_critic_only(idle_agent):
+def _params(net):
+    return [net] if isinstance(net, torch.Tensor) else list(net.parameters())
+
+
+def test_one_update_steps_actor_then_temperature_then_critic_then_target(idle_agent, monkeypatch):
     agent = idle_agent
-    batch = agent.buffer.sample(32)
-    actor, critic, target = _snapshot(agent.actor), _snapshot(agent.critic), _snapshot(agent.target_critic)
+    nets = {"actor": agent.actor, "temperature": agent.log_alpha, "critic": agent.critic}
+    before = {name: _snapshot(net) for name, net in nets.items()} | {"target": _snapshot(agent.target_critic)}
     alpha = agent.log_alpha.detach().clone()
-    obs, next_obs = agent.normalize(batch.obs), agent.normalize(batch.next_obs)
-    info, routing = agent.update_critic(obs, batch.action, batch.reward, next_obs, batch.terminated)
-    assert list(routing) == ["critic.0", "critic.1"] == agent.critic_names()
-    # each critic's gate adds its own aux loss (L_Q sums over the critics)
-    expect = sum(0.01 * float(r.aux["load_balance"]) for r in routing.values())
-    assert float(info["critic_aux"]) == pytest.approx(expect, rel=1e-6) and expect > 0
-    assert not any(_changed(agent.actor, actor))
-    assert not any(_changed(agent.target_critic, target))
-    assert torch.equal(agent.log_alpha.detach(), alpha)
-    assert all(_changed(agent.critic, critic))  # every critic weight, both Q-networks and their gates, moved
+    steps = []  # at each optimiser step: its name, which networks hold a gradient, the weights before it
+    for name, opt in zip(("actor", "critic", "temperature"), agent.optimizers()):
 
+        def recording_step(*args, name=name, step=opt.step, **kwargs):
+            grads = {net: any(p.grad is not None for p in _params(m)) for net, m in nets.items()}
+            steps.append((name, grads, {net: _snapshot(m) for net, m in nets.items()}))
+            return step(*args, **kwargs)
 
-def test_target_network_moves_by_tau(idle_agent):
-    agent = idle_agent
-    with torch.no_grad():
-        for p in agent.critic.parameters():
-            p.add_(1.0)  # make the online critic differ from the target
-    online, target = _snapshot(agent.critic), _snapshot(agent.target_critic)
-    agent.update_target()
-    tau = agent.hparams.tau
-    for new, old, on in zip(agent.target_critic.parameters(), target, online):
-        torch.testing.assert_close(new, (1 - tau) * old + tau * on)
-
-
-def test_actor_update_changes_actor_and_temperature_not_critic(idle_agent):
-    agent = idle_agent
-    obs = agent.normalize(agent.buffer.sample(32).obs)
-    actor, critic, target = _snapshot(agent.actor), _snapshot(agent.critic), _snapshot(agent.target_critic)
-    alpha = agent.log_alpha.detach().clone()
+        monkeypatch.setattr(opt, "step", recording_step)
     agent.critic.zero_grad(set_to_none=True)
-    info, routing = agent.update_actor_and_temperature(obs)
-    assert all(_changed(agent.actor, actor))
-    assert not any(_changed(agent.critic, critic)) and not any(_changed(agent.target_critic, target))
-    assert all(p.grad is None for p in agent.critic.parameters())  # critic was frozen
+    losses, routing = agent.update(agent.buffer.sample(32))
+
+    assert [name for name, _, _ in steps] == ["actor", "temperature", "critic"]
+    assert not steps[0][1]["critic"]  # the critic was frozen in the actor loss
+    assert steps[2][1]["critic"]
+    after = {name: _snapshot(net) for name, net in nets.items()}
+    weights = [snapshot for _, _, snapshot in steps] + [after]
+    for (name, _, _), old, new in zip(steps, weights, weights[1:]):  # each step moves its network and no other
+        for net in nets:
+            moved = [not torch.equal(a, b) for a, b in zip(new[net], old[net])]
+            assert all(moved) if net == name else not any(moved), (name, net)
+    assert all(_changed(agent.actor, before["actor"])) and all(_changed(agent.critic, before["critic"]))
     # temperature moves against the entropy gap: up when the policy is less random than the target entropy
-    direction = math.copysign(1.0, agent.target_entropy - float(info["entropy"]))
+    direction = math.copysign(1.0, agent.target_entropy - float(losses["entropy"]))
     assert (agent.log_alpha.detach() - alpha).item() * direction > 0
-    assert float(info["actor_aux"]) > 0  # the gate's load-balance loss is part of the actor loss
-    assert list(routing) == ["actor"] and routing["actor"].num_tokens == 32
+    tau = agent.hparams.tau  # the target critic moves by tau towards the updated critic
+    for new, old, online in zip(agent.target_critic.parameters(), before["target"], agent.critic.parameters()):
+        torch.testing.assert_close(new, (1 - tau) * old + tau * online)
+
+    assert list(routing) == ["actor", "critic.0", "critic.1"] == ["actor", *agent.critic_names()]
+    assert routing["actor"].num_tokens == 32
+    assert float(losses["actor_aux"]) > 0  # the gate's load-balance loss is part of the actor loss
+    # each critic's gate adds its own aux loss (L_Q sums over the critics)
+    expect = sum(0.01 * float(routing[c].aux["load_balance"]) for c in agent.critic_names())
+    assert float(losses["critic_aux"]) == pytest.approx(expect, rel=1e-6) and expect > 0
+
+
+def test_loss_and_routing_steps_nothing(idle_agent):
+    agent = idle_agent
+    weights = _snapshot(agent)
+    loss, routing = agent.loss_and_routing(agent.buffer.sample(32))
+    assert not any(_changed(agent, weights)) and list(routing) == ["actor", "critic.0", "critic.1"]
+    check_router_step(agent, loss, routing)
 
 
 def test_agent_needs_the_dmc_datamodule():
@@ -240,7 +250,7 @@ def test_tanh_normal_log_prob_matches_torch_distributions():
     assert math.isfinite(float(dist.log_prob(action.clamp(-0.999, 0.999)).sum()))
 
 
-def test_acting_is_not_a_training_forward_and_the_target_copies_the_balancing_bias():
+def test_acting_is_not_a_training_forward_and_the_target_copies_the_balancing_bias(monkeypatch):
     torch.manual_seed(0)  # a batch whose load is not perfectly balanced (that one would leave the bias alone)
     agent = SACAgent(architecture="scalemoe-output", router="sigmoid_bias", **TINY)
     agent.build(obs_dim=5, act_dim=1)
@@ -254,5 +264,8 @@ def test_acting_is_not_a_training_forward_and_the_target_copies_the_balancing_bi
     critic_gate = agent.critic.critics[0].router
     with torch.no_grad():
         critic_gate.expert_bias.add_(0.5)
-    agent.update_target()
+    monkeypatch.setattr(agent, "manual_backward", lambda loss: loss.backward())  # no trainer here
+    obs = torch.randn(2, 32, 5)
+    batch = Batch(obs[0], torch.rand(32, 1), torch.rand(32), obs[1], torch.zeros(32))
+    sac_update(agent, batch, agent.configure_optimizers())
     assert torch.equal(agent.target_critic.critics[0].router.expert_bias, critic_gate.expert_bias)
