@@ -2,7 +2,8 @@
 SPHERE's Parseval penalty (Luo et al., ICML 2026, arXiv 2605.04712), as a LightningModule.
 
 Written to be read top to bottom (cleanrl's style) and following the SPHERE reference (sphere-rl/sphere:
-sbx PPO + ``SphereTopKMoEPPO``). One ``training_step`` = one PPO iteration on the current task:
+sbx PPO + ``SphereTopKMoEPPO``). One ``training_step`` = one PPO iteration on the current task, ``ppo_iteration``
+(the whole algorithm, in this order; ``ContinualPPO`` is the Lightning glue around it):
 
 1. rollout:  ``n_steps`` steps of ``num_envs`` copies; observations normalised by running statistics updated on
              every step and clipped to +-``obs_clip`` (SB3 VecNormalize, rewards raw); actions ~ N(mean, std),
@@ -33,9 +34,11 @@ routing summaries. A resumed run continues in the same task at the same step; th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from functools import partial
+from typing import Any
 
 import numpy as np
 import pytorch_lightning as pl
@@ -45,7 +48,7 @@ from torch.distributions import Normal
 
 from zoo.callbacks.periodic_checkpoint import PeriodicCheckpoint
 from zoo.errors import ConfigError
-from zoo.moe import LayerSummary, RoutingSummary, weighted_aux_loss
+from zoo.moe import LayerSummary, Routing, RoutingSummary, weighted_aux_loss
 from zoo.moe.weighting import check_aux_weights
 from zoo.nn.running_mean_std import RunningMeanStd
 from zoo_tasks.rl.continual.metaworld_envs import evaluate_success, finished_successes
@@ -54,6 +57,181 @@ from zoo_tasks.rl.continual.networks import ACTORS, Critic, make_actor
 from zoo_tasks.rl.continual.sphere import PENALTIES, effective_rank, empirical_ntk, penalty_value, scaled_sum
 
 KL_LR_BOUNDS, KL_LR_FACTOR = (1e-5, 1e-2), 1.5
+
+
+@dataclasses.dataclass
+class TaskEnvs:
+    """PPO's rollout state between iterations (cleanrl's ``envs`` and ``next_obs``): the training copies of task
+    ``task`` (a Gymnasium vector env of ``num_envs`` copies) and their latest raw observations ``obs`` (num_envs,
+    obs_dim)."""
+
+    envs: Any
+    task: int
+    obs: np.ndarray
+
+
+def ppo_iteration(
+    agent: ContinualPPO, train: TaskEnvs, optimizers: list, timing: dict[str, float]
+) -> tuple[dict[str, float], Tensor, Routing | None]:
+    """One PPO iteration of ``agent`` on ``train``'s task, steps 1-4 of the module docstring; ``optimizers`` are
+    the actor's and the critic's. Returns the metrics (the minibatches' mean losses, approximate KL and clip
+    fraction; ``lr`` at the end; ``success``, the rate over the episodes that ended in the rollout, when any), the
+    rollout's normalised observations (n_steps * num_envs, obs_dim) and the last minibatch's routing (None for a
+    dense actor). Adds the wall and CPU seconds of the rollout (GAE included) and of the update to ``timing``."""
+    hp, dm, actor, critic = agent.hparams, agent.dm, agent.actor, agent.critic
+    actor_opt, critic_opt = optimizers
+    task_steps, lr = int(agent.task_steps), agent.current_lr  # with target_kl: the rate the KL rule (4.) left
+    if task_steps == 0:
+        lr = hp.lr  # each task starts at the initial rate (the reference rebuilds its schedule)
+    elif hp.target_kl is None:
+        lr = linear_lr(hp.lr, hp.lr_end, hp.lr_end_fraction, task_steps / dm.steps_per_task)
+    _set_lr(optimizers, lr)
+
+    # 1. rollout (acting is not a training forward of the gate: eval mode)
+    with torch.no_grad(), _timed(timing, "rollout"):
+        actor.eval()
+        obs_buf, act_buf, logp_buf, rew_buf, start_buf, val_buf, successes = [], [], [], [], [], [], []
+        done = np.zeros(dm.num_envs, dtype=bool)  # only read from step 1 on: "step t began an episode"
+        for _ in range(dm.n_steps):
+            raw = _f32(train.obs)
+            agent.obs_norm.update(raw)
+            obs = agent.normalize(raw)
+            out = actor(obs)
+            dist = Normal(out.mean, out.log_std.exp())
+            action = dist.sample()
+            value = critic(obs)
+            train.obs, reward, terminated, truncated, info = train.envs.step(action.clamp(-1.0, 1.0).numpy())
+            reward = _f32(reward)
+            successes += [float(success) for _, success in finished_successes(terminated, truncated, info)]
+            # a time-limit end is not a terminal state: bootstrap from the finished episode's last observation
+            cut = np.flatnonzero(truncated & ~terminated)
+            if cut.size:
+                reward[cut] += hp.gamma * critic(agent.normalize(_f32(np.stack(info["final_obs"][cut]))))
+            obs_buf.append(obs)
+            act_buf.append(action)
+            logp_buf.append(dist.log_prob(action).sum(-1))
+            rew_buf.append(reward)
+            start_buf.append(_f32(done))
+            val_buf.append(value)
+            done = np.logical_or(terminated, truncated)
+        actor.train()
+
+        # 2. GAE
+        next_value = critic(agent.normalize(_f32(train.obs)))
+        values = torch.stack(val_buf)
+        advantages = gae(
+            torch.stack(rew_buf), values, torch.stack(start_buf), next_value, _f32(done), hp.gamma, hp.gae_lambda
+        )
+        obs, actions = torch.stack(obs_buf).flatten(0, 1), torch.stack(act_buf).flatten(0, 1)
+        old_log_probs, returns = torch.stack(logp_buf).flatten(), (advantages + values).flatten()
+        advantages = advantages.flatten()
+
+    # 3. update: n_epochs passes over shuffled minibatches, an actor step then a critic step on each
+    with _timed(timing, "update"):
+        sums = dict.fromkeys(("policy_loss", "value_loss", "approx_kl", "clip_fraction", "penalty"), 0.0)
+        updates, routing, task = 0, None, dm.tasks[train.task]
+        for _ in range(hp.n_epochs):
+            order = torch.randperm(obs.shape[0])
+            for start in range(0, obs.shape[0], hp.batch_size):
+                idx = order[start : start + hp.batch_size]
+                mb_obs, mb_adv = obs[idx], advantages[idx]
+                out = actor(mb_obs)
+                dist = Normal(out.mean, out.log_std.exp())
+                ratio = torch.exp(dist.log_prob(actions[idx]).sum(-1) - old_log_probs[idx])
+                if mb_adv.numel() > 1:
+                    mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+                surrogate = torch.min(mb_adv * ratio, mb_adv * ratio.clamp(1 - hp.clip_range, 1 + hp.clip_range))
+                policy_loss = -surrogate.mean() - hp.ent_coef * dist.entropy().sum(-1).mean()
+                if out.routing is not None and agent.aux_weights:  # none in the reference
+                    policy_loss = policy_loss + weighted_aux_loss(out.routing, agent.aux_weights)
+                # SPHERE: the penalty's gradient, rescaled to penalty_ratio * ||grad L_pi||, added to grad L_pi
+                pen = None if hp.penalty == "none" else penalty_value(hp.penalty, out.weights, out.features)
+                params = list(actor.parameters())
+                grads = torch.autograd.grad(policy_loss, params, retain_graph=pen is not None, allow_unused=True)
+                if pen is not None:
+                    grads = scaled_sum(grads, torch.autograd.grad(pen, params, allow_unused=True), hp.penalty_ratio)
+                _clipped_step(actor_opt, params, grads, hp.max_grad_norm)
+
+                value_loss = hp.vf_coef * (returns[idx] - critic(mb_obs)).square().mean()
+                params = list(critic.parameters())
+                _clipped_step(critic_opt, params, torch.autograd.grad(value_loss, params), hp.max_grad_norm)
+
+                with torch.no_grad():
+                    approx_kl = float(((ratio - 1) - ratio.log()).mean())
+                    sums["approx_kl"] += approx_kl
+                    sums["clip_fraction"] += float(((ratio - 1).abs() > hp.clip_range).float().mean())
+                sums["policy_loss"] += float(policy_loss.detach())
+                sums["value_loss"] += float(value_loss.detach())
+                sums["penalty"] += float(pen.detach()) if pen is not None else 0.0
+                updates += 1
+                # 4. sbx's KLAdaptiveLR: shrink the step when the policy moved too far, grow it when it barely moved
+                if hp.target_kl is not None:
+                    if approx_kl > 2 * hp.target_kl:
+                        lr /= KL_LR_FACTOR
+                    elif approx_kl < hp.target_kl / 2:
+                        lr *= KL_LR_FACTOR
+                    lr = min(max(lr, KL_LR_BOUNDS[0]), KL_LR_BOUNDS[1])
+                    _set_lr(optimizers, lr)
+                if out.routing is not None:
+                    routing = out.routing.detach()
+                    agent.train_routing.add({task: routing})
+    metrics = {k: v / updates for k, v in sums.items()} | {"lr": lr}
+    if successes:
+        metrics["success"] = float(np.mean(successes))
+    return metrics, obs, routing
+
+
+def gae(
+    rewards: Tensor, values: Tensor, starts: Tensor, next_value: Tensor, next_start: Tensor, gamma: float, lam: float
+) -> Tensor:
+    """Generalised advantage estimates (Schulman et al. 2016) (n_steps, N) of rewards and values (n_steps, N), the
+    values after the last step ``next_value`` (N,); ``starts[t]`` = 1 where step t began a new episode (SB3's
+    ``episode_starts``; ``next_start`` (N,) after the last step), so nothing is bootstrapped across it."""
+    n = rewards.shape[0]
+    advantages, last = torch.zeros_like(rewards), torch.zeros_like(next_value)
+    for t in reversed(range(n)):
+        last_step = t == n - 1
+        following = next_value if last_step else values[t + 1]
+        not_start = 1.0 - (next_start if last_step else starts[t + 1])
+        delta = rewards[t] + gamma * following * not_start - values[t]
+        last = delta + gamma * lam * not_start * last
+        advantages[t] = last
+    return advantages
+
+
+def linear_lr(start: float, end: float, end_fraction: float, progress: float) -> float:
+    """SB3's ``get_linear_fn(start, end, end_fraction)`` at ``progress``, the fraction of the task done."""
+    if progress >= end_fraction:
+        return end
+    return start + progress * (end - start) / end_fraction
+
+
+def _set_lr(optimizers: list, lr: float) -> None:
+    for opt in optimizers:
+        for group in opt.param_groups:
+            group["lr"] = lr
+
+
+def _clipped_step(optimizer, params: list[torch.nn.Parameter], grads, max_norm: float) -> None:
+    for p, g in zip(params, grads):
+        p.grad = g
+    torch.nn.utils.clip_grad_norm_(params, max_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def _f32(x) -> Tensor:
+    return torch.as_tensor(x, dtype=torch.float32)
+
+
+@contextlib.contextmanager
+def _timed(timing: dict[str, float], part: str):
+    """Adds the block's wall seconds and CPU seconds of this process (what a shared machine's load does not
+    inflate) to ``timing``."""
+    start, cpu = time.perf_counter(), time.process_time()
+    yield
+    timing[f"{part}_s"] += time.perf_counter() - start
+    timing[f"{part}_cpu_s"] += time.process_time() - cpu
 
 
 class ContinualPPO(pl.LightningModule):
@@ -121,8 +299,8 @@ class ContinualPPO(pl.LightningModule):
         self.automatic_optimization = False
         self.aux_weights = check_aux_weights(aux_weights or {})
         self.actor = None
-        self.dm = self._envs = None
-        self._env_task = -1
+        self.dm = None
+        self._train: TaskEnvs | None = None
         self.register_buffer("task_index", torch.zeros((), dtype=torch.long))
         self.register_buffer("task_steps", torch.zeros((), dtype=torch.long))  # env steps done in the current task
         self.current_lr = lr
@@ -201,9 +379,6 @@ class ContinualPPO(pl.LightningModule):
         clip = self.hparams.obs_clip
         return self.obs_norm(obs).clamp(-clip, clip)
 
-    def _obs(self, raw: np.ndarray) -> Tensor:
-        return torch.as_tensor(raw, dtype=torch.float32)
-
     @torch.no_grad()
     def greedy_action(self, raw_obs: np.ndarray, routings: list | None = None) -> np.ndarray:
         """The mean action for raw observations (N, obs_dim), the actor in eval mode (no gate noise, no balancing
@@ -211,188 +386,12 @@ class ContinualPPO(pl.LightningModule):
         was_training = self.actor.training
         self.actor.eval()
         try:
-            out = self.actor(self.normalize(self._obs(raw_obs)))
+            out = self.actor(self.normalize(_f32(raw_obs)))
         finally:
             self.actor.train(was_training)
         if routings is not None and out.routing is not None:
             routings.append(out.routing.detach())
         return out.mean.numpy()
-
-    # ------------------------------------------------------------------------------------------ 1. rollout
-    def _ensure_envs(self) -> None:
-        """The current task's training copies (built on the first iteration of a task, also after a resume)."""
-        task = int(self.task_index)
-        if self._env_task == task:
-            return
-        if self._envs is not None:
-            self._envs.close()
-        self._envs = self.dm.train_envs(task)
-        self._raw_obs, _ = self._envs.reset()
-        self._env_task = task
-        self._episode_returns = np.zeros(self.dm.num_envs)
-
-    @torch.no_grad()
-    def rollout(self) -> dict[str, Tensor]:
-        """``n_steps`` steps of every copy; returns the flat batch (obs, actions, log_probs, advantages, returns)."""
-        hp, n, envs = self.hparams, self.dm.n_steps, self._envs
-        self.actor.eval()  # acting is not a training forward of the gate
-        obs_buf, act_buf, logp_buf, rew_buf, done_buf, val_buf = [], [], [], [], [], []
-        done = np.zeros(self.dm.num_envs, dtype=bool)  # only read from step 1 on: "step t began an episode"
-        successes = []
-        for _ in range(n):
-            raw = self._obs(self._raw_obs)
-            self.obs_norm.update(raw)
-            obs = self.normalize(raw)
-            out = self.actor(obs)
-            dist = Normal(out.mean, out.log_std.exp())
-            action = dist.sample()
-            value = self.critic(obs)
-            next_raw, reward, terminated, truncated, info = envs.step(action.clamp(-1.0, 1.0).numpy())
-            reward = torch.as_tensor(reward, dtype=torch.float32)
-            self._episode_returns += reward.numpy()
-            for i, success in finished_successes(terminated, truncated, info):
-                successes.append(float(success))
-                self._episode_returns[i] = 0.0
-            # a time-limit end is not a terminal state: bootstrap from the finished episode's last observation
-            cut = np.flatnonzero(truncated & ~terminated)
-            if cut.size:
-                final = self.normalize(self._obs(np.stack(info["final_obs"][cut])))
-                reward[cut] += hp.gamma * self.critic(final)
-            obs_buf.append(obs)
-            act_buf.append(action)
-            logp_buf.append(dist.log_prob(action).sum(-1))
-            rew_buf.append(reward)
-            done_buf.append(torch.as_tensor(done, dtype=torch.float32))
-            val_buf.append(value)
-            self._raw_obs, done = next_raw, np.logical_or(terminated, truncated)
-        self.actor.train()
-        next_value = self.critic(self.normalize(self._obs(self._raw_obs)))
-        advantages = self.gae(
-            torch.stack(rew_buf),
-            torch.stack(val_buf),
-            torch.stack(done_buf),
-            next_value,
-            torch.as_tensor(done, dtype=torch.float32),
-        )
-        values = torch.stack(val_buf)
-        self._train_success = float(np.mean(successes)) if successes else None
-        return {
-            "obs": torch.stack(obs_buf).flatten(0, 1),
-            "actions": torch.stack(act_buf).flatten(0, 1),
-            "log_probs": torch.stack(logp_buf).flatten(),
-            "advantages": advantages.flatten(),
-            "returns": (advantages + values).flatten(),
-        }
-
-    # ------------------------------------------------------------------------------------------ 2. GAE
-    def gae(self, rewards: Tensor, values: Tensor, starts: Tensor, next_value: Tensor, next_start: Tensor) -> Tensor:
-        """Generalised advantage estimates (Schulman et al. 2016) (n_steps, N); ``starts[t]`` = 1 where step t
-        began a new episode (SB3's ``episode_starts``), so nothing is bootstrapped across it."""
-        hp, n = self.hparams, rewards.shape[0]
-        advantages, last = torch.zeros_like(rewards), torch.zeros_like(next_value)
-        for t in reversed(range(n)):
-            last_step = t == n - 1
-            following = next_value if last_step else values[t + 1]
-            not_start = 1.0 - (next_start if last_step else starts[t + 1])
-            delta = rewards[t] + hp.gamma * following * not_start - values[t]
-            last = delta + hp.gamma * hp.gae_lambda * not_start * last
-            advantages[t] = last
-        return advantages
-
-    # ------------------------------------------------------------------------------------------ 3. update
-    def actor_losses(self, obs: Tensor, actions: Tensor, old_log_probs: Tensor, advantages: Tensor):
-        """Clipped surrogate ``L_pi`` (+ the gate's configured aux losses, none in the reference) and the penalty
-        (None without one) on a minibatch; also the probability ratio (B,) and the actor's output."""
-        hp = self.hparams
-        out = self.actor(obs)
-        dist = Normal(out.mean, out.log_std.exp())
-        ratio = torch.exp(dist.log_prob(actions).sum(-1) - old_log_probs)
-        if advantages.numel() > 1:
-            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-        surrogate = torch.min(advantages * ratio, advantages * ratio.clamp(1 - hp.clip_range, 1 + hp.clip_range))
-        policy_loss = -surrogate.mean() - hp.ent_coef * dist.entropy().sum(-1).mean()
-        if out.routing is not None and self.aux_weights:
-            policy_loss = policy_loss + weighted_aux_loss(out.routing, self.aux_weights)
-        pen = None if hp.penalty == "none" else penalty_value(hp.penalty, out.weights, out.features)
-        return policy_loss, pen, ratio, out
-
-    def actor_gradients(self, policy_loss: Tensor, pen: Tensor | None) -> list[Tensor | None]:
-        """``grad L_pi``, plus SPHERE's penalty gradient rescaled to ``penalty_ratio * ||grad L_pi||``."""
-        params = list(self.actor.parameters())
-        base = torch.autograd.grad(policy_loss, params, retain_graph=pen is not None, allow_unused=True)
-        if pen is None:
-            return list(base)
-        extra = torch.autograd.grad(pen, params, allow_unused=True)
-        return scaled_sum(base, extra, self.hparams.penalty_ratio)
-
-    def _step(self, optimizer, params: list[torch.nn.Parameter], grads: list[Tensor | None]) -> None:
-        for p, g in zip(params, grads):
-            p.grad = g
-        torch.nn.utils.clip_grad_norm_(params, self.hparams.max_grad_norm)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
-    def update(self, batch: dict[str, Tensor]) -> dict:
-        """``n_epochs`` passes of minibatch actor and critic steps; returns the mean losses and the last routing."""
-        hp = self.hparams
-        actor_opt, critic_opt = self.optimizers()
-        size = batch["obs"].shape[0]
-        sums = {"policy_loss": 0.0, "value_loss": 0.0, "approx_kl": 0.0, "clip_fraction": 0.0, "penalty": 0.0}
-        updates, routing = 0, None
-        task = self.dm.tasks[int(self.task_index)]
-        for _ in range(hp.n_epochs):
-            order = torch.randperm(size)
-            for start in range(0, size, hp.batch_size):
-                idx = order[start : start + hp.batch_size]
-                obs = batch["obs"][idx]
-                policy_loss, pen, ratio, out = self.actor_losses(
-                    obs, batch["actions"][idx], batch["log_probs"][idx], batch["advantages"][idx]
-                )
-                self._step(actor_opt, list(self.actor.parameters()), self.actor_gradients(policy_loss, pen))
-
-                value_loss = hp.vf_coef * (batch["returns"][idx] - self.critic(obs)).square().mean()
-                critic_params = list(self.critic.parameters())
-                self._step(critic_opt, critic_params, list(torch.autograd.grad(value_loss, critic_params)))
-
-                with torch.no_grad():
-                    log_ratio = ratio.log()
-                    approx_kl = float(((ratio - 1) - log_ratio).mean())
-                    sums["approx_kl"] += approx_kl
-                    sums["clip_fraction"] += float(((ratio - 1).abs() > hp.clip_range).float().mean())
-                sums["policy_loss"] += float(policy_loss.detach())
-                sums["value_loss"] += float(value_loss.detach())
-                sums["penalty"] += float(pen.detach()) if pen is not None else 0.0
-                updates += 1
-                if hp.target_kl is not None:
-                    self._adapt_lr(approx_kl)
-                if out.routing is not None:
-                    routing = out.routing.detach()
-                    self.train_routing.add({task: routing})
-        return {k: v / updates for k, v in sums.items()} | {"routing": routing}
-
-    # ------------------------------------------------------------------------------------------ 4. learning rate
-    def _set_lr(self, lr: float) -> None:
-        self.current_lr = lr
-        for opt in self.optimizers():
-            for group in opt.param_groups:
-                group["lr"] = lr
-
-    def _adapt_lr(self, kl: float) -> None:
-        """sbx's ``KLAdaptiveLR``: shrink the step when the policy moved too far, grow it when it barely moved."""
-        target, lr = self.hparams.target_kl, self.current_lr
-        if kl > 2 * target:
-            lr /= KL_LR_FACTOR
-        elif kl < target / 2:
-            lr *= KL_LR_FACTOR
-        self._set_lr(min(max(lr, KL_LR_BOUNDS[0]), KL_LR_BOUNDS[1]))
-
-    def _scheduled_lr(self) -> float:
-        """SB3 ``get_linear_fn(lr, lr_end, lr_end_fraction)`` at this task's progress."""
-        hp = self.hparams
-        progress = int(self.task_steps) / self.dm.steps_per_task
-        if progress >= hp.lr_end_fraction:
-            return hp.lr_end
-        return hp.lr + progress * (hp.lr_end - hp.lr) / hp.lr_end_fraction
 
     # ------------------------------------------------------------------------------------------ the loop
     def sequence_env_steps(self) -> int:
@@ -409,33 +408,29 @@ class ContinualPPO(pl.LightningModule):
         # the budget is the place in the sequence, not the batch index: a resumed run's loader starts again at 0
         return -1 if int(self.task_index) >= len(self.dm.tasks) else None
 
+    def _train_envs(self) -> TaskEnvs:
+        """The current task's training copies (built on the first iteration of a task, also after a resume)."""
+        task = int(self.task_index)
+        if self._train is None or self._train.task != task:
+            if self._train is not None:
+                self._train.envs.close()
+            envs = self.dm.train_envs(task)
+            self._train = TaskEnvs(envs, task, envs.reset()[0])
+        return self._train
+
     def training_step(self, iteration, batch_idx: int) -> dict:
-        """One PPO iteration on the current task; the stage ends (evaluation of every task, r_e(K)) when the task's
-        budget is spent. Returns ``{"loss": L_pi, "routing": {"actor": Routing}}`` (dense: no routing)."""
-        self._ensure_envs()
-        if int(self.task_steps) == 0:
-            self._set_lr(self.hparams.lr)  # each task starts at the initial rate (the reference rebuilds its schedule)
-        elif self.hparams.target_kl is None:
-            self._set_lr(self._scheduled_lr())
-        start, cpu = time.perf_counter(), time.process_time()
-        batch = self.rollout()
-        self._timing["rollout_s"] += time.perf_counter() - start
-        self._timing["rollout_cpu_s"] += time.process_time() - cpu
-        start, cpu = time.perf_counter(), time.process_time()
-        stats = self.update(batch)
-        self._timing["update_s"] += time.perf_counter() - start
-        self._timing["update_cpu_s"] += time.process_time() - cpu
+        """One PPO iteration on the current task (``ppo_iteration``); the stage ends (evaluation of every task,
+        r_e(K)) when the task's budget is spent. Returns ``{"loss": L_pi, "routing": {"actor": Routing}}`` (dense: no
+        routing)."""
+        metrics, obs, routing = ppo_iteration(self, self._train_envs(), self.optimizers(), self._timing)
+        self.current_lr = metrics["lr"]
         self.task_steps += self.dm.rollout_steps
-        routing = stats.pop("routing")
-        metrics = {f"train/{k}": v for k, v in stats.items()} | {"train/lr": self.current_lr}
-        if self._train_success is not None:
-            metrics["train/success"] = self._train_success
         if self.hparams.ntk_every and (batch_idx + 1) % self.hparams.ntk_every == 0:
-            metrics["train/effective_rank"] = self.record_effective_rank(batch["obs"])
-        self._log_to_loggers(metrics)
+            metrics["effective_rank"] = self.record_effective_rank(obs)
+        self._log_to_loggers({f"train/{k}": v for k, v in metrics.items()})
         if int(self.task_steps) >= self.dm.steps_per_task:
-            self.end_stage(batch["obs"])
-        result = {"loss": torch.tensor(stats["policy_loss"])}
+            self.end_stage(obs)
+        result = {"loss": torch.tensor(metrics["policy_loss"])}
         return result | ({"routing": {"actor": routing}} if routing is not None else {})
 
     def end_stage(self, probe_obs: Tensor) -> None:
@@ -495,9 +490,9 @@ class ContinualPPO(pl.LightningModule):
 
     def on_train_end(self) -> None:
         self._timing, self._fit_start = self._timing_so_far(), None
-        if self._envs is not None:
-            self._envs.close()
-            self._envs, self._env_task = None, -1
+        if self._train is not None:
+            self._train.envs.close()
+            self._train = None
 
     # ------------------------------------------------------------------------------------------ reporting
     def test_step(self, batch, batch_idx: int) -> None:

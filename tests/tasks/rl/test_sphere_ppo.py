@@ -1,15 +1,19 @@
-"""SPHERE's PPO agent: GAE against its slow definition, the penalty's gradient at the configured ratio, a real fit
-through a two-task sequence (success matrix, r_e(K), routing by task), and a killed run resuming in the same task
-at the same step."""
+"""SPHERE's PPO agent: GAE against its slow definition, the actor's step with the penalty's gradient at the
+configured ratio, the learning rate over a task's schedule, a real fit through a two-task sequence (success matrix,
+r_e(K), routing by task), and a killed run resuming in the same task at the same step."""
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import ModelCheckpoint
 
 from zoo.errors import ConfigError
+from zoo_tasks.rl.continual import ppo
 from zoo_tasks.rl.continual.data import MetaWorldSequenceDataModule
-from zoo_tasks.rl.continual.ppo import ContinualPPO
+from zoo_tasks.rl.continual.ppo import ContinualPPO, TaskEnvs, gae, linear_lr, ppo_iteration
 from zoo_tasks.rl.continual.sphere import grad_norm
 
 TINY = dict(width=16, depth=1, num_experts=4, top_k=2, n_epochs=2, batch_size=16, ntk_probe=4)
@@ -43,27 +47,87 @@ def slow_gae(rewards, values, starts, next_value, next_start, gamma, lam):
 
 
 def test_gae_matches_its_definition_across_episode_starts():
-    agent = ContinualPPO(gamma=0.9, gae_lambda=0.8)
     g = torch.Generator().manual_seed(0)
     rewards, values = torch.randn(6, 3, generator=g), torch.randn(6, 3, generator=g)
     starts = torch.tensor([[1, 0, 0], [0, 0, 1], [0, 1, 0], [0, 0, 0], [1, 0, 0], [0, 0, 1]], dtype=torch.float32)
     next_value, next_start = torch.randn(3, generator=g), torch.tensor([0.0, 1.0, 0.0])
-    fast = agent.gae(rewards, values, starts, next_value, next_start)
+    fast = gae(rewards, values, starts, next_value, next_start, 0.9, 0.8)
     torch.testing.assert_close(fast, slow_gae(rewards, values, starts, next_value, next_start, 0.9, 0.8))
 
 
-def test_sphere_update_adds_the_penalty_gradient_at_the_configured_ratio():
+class _StubEnvs:
+    """Two copies of a 6-d observation, 2-d action env whose episodes never end (no MetaWorld needed)."""
+
+    def __init__(self):
+        self.rng = np.random.default_rng(0)
+
+    def step(self, action):
+        never = np.zeros(2, dtype=bool)
+        return self.rng.normal(size=(2, 6)), -np.square(action).sum(-1), never, never, {}
+
+
+def _stub_agent(steps_per_task: int = 96, **kwargs) -> tuple[ContinualPPO, TaskEnvs, list]:
+    """An agent on ``_StubEnvs`` (rollouts of 2 x 16 steps), its optimisers, for ``ppo_iteration`` without a trainer."""
     torch.manual_seed(0)
-    agent = ContinualPPO(actor="moe", penalty="sphere", penalty_ratio=0.05, **TINY)
+    agent = ContinualPPO(actor="moe", **TINY | kwargs)
     agent.build(6, 2)
-    g = torch.Generator().manual_seed(0)
-    args = (torch.randn(32, 6, generator=g), torch.randn(32, 2, generator=g), torch.randn(32, generator=g))
-    loss, pen, _, _ = agent.actor_losses(*args, torch.randn(32, generator=g))
+    agent.dm = SimpleNamespace(tasks=["stub"], num_envs=2, n_steps=16, steps_per_task=steps_per_task)
+    envs = _StubEnvs()
+    return agent, TaskEnvs(envs, 0, envs.rng.normal(size=(2, 6))), agent.configure_optimizers()
+
+
+def _iteration(agent: ContinualPPO, train: TaskEnvs, optimizers: list) -> dict:
+    timing = dict.fromkeys(("rollout_s", "rollout_cpu_s", "update_s", "update_cpu_s"), 0.0)
+    metrics, obs, _ = ppo_iteration(agent, train, optimizers, timing)
+    assert obs.shape == (32, 6) and all(v >= 0 for v in timing.values())
+    agent.current_lr = metrics["lr"]
+    agent.task_steps += 32
+    return metrics
+
+
+def test_the_actor_steps_on_the_policy_gradient_plus_the_penalty_gradient_at_the_configured_ratio(monkeypatch):
+    agent, train, optimizers = _stub_agent(penalty="sphere", penalty_ratio=0.05, max_grad_norm=1e9)  # no clipping
+    sums, stepped, scaled_sum = [], [], ppo.scaled_sum
+
+    def recorded_sum(base, extra, ratio):
+        sums.append((base, scaled_sum(base, extra, ratio), ratio))
+        return sums[-1][1]
+
+    monkeypatch.setattr(ppo, "scaled_sum", recorded_sum)
     params = list(agent.actor.parameters())
-    base = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
-    total = agent.actor_gradients(loss, pen)
-    added = [t - (b if b is not None else 0) for t, b in zip(total, base)]
-    assert float(grad_norm(added)) == pytest.approx(0.05 * float(grad_norm(base)), rel=2e-3)
+    optimizers[0].register_step_pre_hook(lambda *_: stepped.append([p.grad for p in params]))
+    _iteration(agent, train, optimizers)
+    assert len(sums) == len(stepped) == 2 * 2  # 2 epochs x 2 minibatches of 16
+    for (base, total, ratio), grads in zip(sums, stepped):
+        added = [t - (b if b is not None else 0) for t, b in zip(total, base)]
+        assert ratio == 0.05 and float(grad_norm(added)) == pytest.approx(0.05 * float(grad_norm(base)), rel=2e-3)
+        assert all(g is t or torch.equal(g, t) for g, t in zip(grads, total))  # the optimiser steps on the sum
+
+
+def old_scheduled_lr(hp, task_steps: int, steps_per_task: int) -> float:
+    """``ContinualPPO._scheduled_lr`` before ``ppo_iteration`` (04de9709), verbatim: the records' schedule."""
+    progress = task_steps / steps_per_task
+    if progress >= hp.lr_end_fraction:
+        return hp.lr_end
+    return hp.lr + progress * (hp.lr_end - hp.lr) / hp.lr_end_fraction
+
+
+def test_the_linear_learning_rate_is_the_records_schedule_bit_for_bit():
+    """Without target_kl: every iteration's rate, as before (the re-verification probe trains one rollout per task,
+    so it never sees this schedule past its first value). The records' settings over their whole task, then the
+    rates ``ppo_iteration`` sets on both optimisers over a short task and at the next task's start."""
+    hp = ContinualPPO(target_kl=None).hparams
+    steps_per_task, rollout = 196608, 8 * 256
+    for task_steps in range(0, steps_per_task, rollout):
+        old = old_scheduled_lr(hp, task_steps, steps_per_task)
+        assert linear_lr(hp.lr, hp.lr_end, hp.lr_end_fraction, task_steps / steps_per_task) == old
+    agent, train, optimizers = _stub_agent(steps_per_task=7 * 32, target_kl=None, n_epochs=1, lr_end_fraction=0.6)
+    for i in range(7):
+        expected = agent.hparams.lr if i == 0 else old_scheduled_lr(agent.hparams, 32 * i, 7 * 32)
+        assert _iteration(agent, train, optimizers)["lr"] == expected
+        assert [g["lr"] for opt in optimizers for g in opt.param_groups] == [expected, expected]
+    agent.task_steps.zero_()  # the next task starts at the initial rate
+    assert _iteration(agent, train, optimizers)["lr"] == agent.hparams.lr
 
 
 @pytest.mark.parametrize(
