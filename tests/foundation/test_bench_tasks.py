@@ -218,3 +218,18 @@ def test_the_flop_count_of_a_training_step_is_the_closed_form_of_its_matrix_prod
     gate = 2 * tokens * dim * experts  # the router's linear layer
     ffn = 2 * tokens * k * (dim * hidden + hidden * dim)  # every routed slot through both expert matrices
     assert flops == 3 * (gate + ffn)  # forward, and the input and weight gradients of each product
+
+
+def test_a_step_that_takes_its_gradients_with_autograd_grad_is_counted_too():
+    """``torch.autograd.grad`` through a module called on a leaf that needs a gradient (as in SPHERE's update):
+    FlopCounterMode's module tracker raises there ("A leaf node was passed to _will_engine_execute_node"); the
+    counter counts it like a backward."""
+    import torch
+
+    from zoo.bench.flop_step import CountedStep
+
+    net, x = torch.nn.Linear(8, 4), torch.randn(10, 8, requires_grad=True)
+    counted = CountedStep(net)
+    counted.start()
+    torch.autograd.grad(net(x).sum(), [x, *net.parameters()])
+    assert counted.stop()["flops"] == 3 * (2 * 10 * 8 * 4)  # forward, the input gradient and the weight gradient

@@ -1,16 +1,39 @@
-"""The floating-point work of one training step: ``torch.utils.flop_counter.FlopCounterMode`` around it.
+"""The floating-point work of one training step: PyTorch's FLOP formulas applied to every ATen call in it.
 
-What is counted is what PyTorch's FLOP counter has formulas for: matrix products (``mm``, ``addmm``, ``bmm``,
-``baddbmm``, einsums that lower to them), convolutions and attention, forward and backward, each multiply-add as two
-FLOPs; element-wise work (activations, norms, gathers, scatters, the optimiser's update) is not counted. The step runs
-``zoo.moe``'s experts on the Python loop of ``zoo.moe.segment_mm`` (``segment_kernel.forced_off``): the same GEMMs as
-the C++ kernel, issued as ATen calls the counter sees (the kernel's GEMMs run on OpenMP workers, which would have to
-re-enter the Python counter and cannot). Environment simulation (MuJoCo) is not counted either.
+What is counted is what PyTorch's FLOP counter (``torch.utils.flop_counter``) has formulas for: matrix products
+(``mm``, ``addmm``, ``bmm``, ``baddbmm``, einsums that lower to them), convolutions and attention, forward and
+backward, each multiply-add as two FLOPs; element-wise work (activations, norms, gathers, scatters, the optimiser's
+update) is not counted. The step runs ``zoo.moe``'s experts on the Python loop of ``zoo.moe.segment_mm``
+(``segment_kernel.forced_off``): the same GEMMs as the C++ kernel, issued as ATen calls the counter sees (the kernel's
+GEMMs run on OpenMP workers, which would have to re-enter the Python counter and cannot). Environment simulation
+(MuJoCo) is not counted either.
+
+Why not ``FlopCounterMode`` itself: it tracks modules with backward hooks that ``torch.autograd.grad`` on leaf
+parameters refuses (SPHERE's PPO update takes its gradients that way), and the per-module split is not needed here;
+``_Counter`` applies the same formulas (``flop_registry``) without the tracker.
 """
 
 from __future__ import annotations
 
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry
+
+
+class _Counter(TorchDispatchMode):
+    """Sums ``flop_registry``'s formula of every ATen call that has one (as ``FlopCounterMode`` does)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.total = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        formula = flop_registry.get(func._overloadpacket)
+        if formula is not None:
+            self.total += formula(*args, **kwargs, out_val=out)
+        return out
 
 
 class CountedStep:
@@ -21,16 +44,14 @@ class CountedStep:
         self.model = model
 
     def start(self) -> None:
-        from torch.utils.flop_counter import FlopCounterMode
-
         from zoo.moe import segment_kernel
 
         self.kernel_off = segment_kernel.forced_off()
         self.kernel_off.__enter__()
-        self.counter = FlopCounterMode(display=False)
+        self.counter = _Counter()
         self.counter.__enter__()
 
     def stop(self) -> dict:
         self.counter.__exit__(None, None, None)
         self.kernel_off.__exit__(None, None, None)
-        return {"flops": int(self.counter.get_total_flops())}
+        return {"flops": int(self.counter.total)}
