@@ -12,6 +12,11 @@ On CPU the matmuls run in ``zoo.moe.segment_kernel`` (one OpenMP region per call
 holds up when other processes share the cores); elsewhere, or where the kernel cannot be built, in the Python loop
 below, which is also the reference the kernel is tested against. ``torch._grouped_mm`` was measured no faster
 than the loop on CPU in torch 2.14 (see leaderboard/moe_layer.md).
+
+The loop also runs while a Python dispatch mode is active or a tensor is a Python subclass that dispatches
+(``torch.utils.flop_counter.FlopCounterMode``, Lightning's ``measure_flops``, ``FakeTensor``): the kernel's GEMMs run
+on OpenMP workers, which would have to re-enter Python while this thread holds the interpreter lock; with two or
+more threads they waited on it for ever.
 """
 
 from __future__ import annotations
@@ -51,6 +56,15 @@ def _loop_wgrad(gw: Tensor, x: Tensor, grad: Tensor, counts: list[int]):
         gw[empty] = 0
 
 
+def _python_dispatch(*tensors: Tensor | None) -> bool:
+    """Whether ATen calls on ``tensors`` would call into Python: a dispatch mode is active, or one of them is a
+    subclass with its own ``__torch_dispatch__`` (see the module doc)."""
+    if torch._C._len_torch_dispatch_stack():
+        return True
+    plain = torch.Tensor.__torch_dispatch__
+    return any(t is not None and type(t).__torch_dispatch__ is not plain for t in tensors)
+
+
 def _empty_weight_grad(ext, weight: Tensor) -> Tensor:
     """An uninitialised (E, a, b) weight gradient; on the kernel path, from its cache of large blocks
     (``segment_kernel.pool_stats``). Only weight gradients are cached: activations and input gradients die inside
@@ -63,7 +77,8 @@ def _empty_weight_grad(ext, weight: Tensor) -> Tensor:
 class _SegmentMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None, counts: list[int]) -> Tensor:
-        ext = segment_kernel.kernel() if x.device.type == "cpu" else None
+        on_cpu = x.device.type == "cpu" and not _python_dispatch(x, weight, bias)
+        ext = segment_kernel.kernel() if on_cpu else None
         out = x.new_empty(x.shape[0], weight.shape[2])
         offsets = [0, *accumulate(counts)]
         if ext is not None:
