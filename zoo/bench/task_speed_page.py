@@ -46,7 +46,8 @@ METHOD = (
 FLOPS = "flops"  # zoo bench tasks' counting pseudo-regime (``zoo.bench.tasks.FLOPS``)
 FLOP_METHOD = (
     "Counted by `zoo bench tasks --regimes flops` (`zoo.bench.flop_step`): one training step of each model after the "
-    "warm-up under `torch.utils.flop_counter` (matrix products, convolutions and attention, forward and backward; "
+    "warm-up, PyTorch's FLOP formulas (`torch.utils.flop_counter`) applied to its every ATen call (matrix products, "
+    "convolutions and attention, forward and backward; "
     "element-wise work and environment simulation are not counted). Counts do not depend on the machine or its load. "
     "Time per FLOP = the step-time ratio / the FLOP ratio: near 1 the MoE model runs its arithmetic as fast as the "
     "twin does, and the step ratio is the work ratio."
@@ -183,8 +184,8 @@ def _arithmetic(task: str, numbers: dict, flops: dict | None, env: bool) -> str 
     per_flop = time_ratio / work
     if (1 / work < TARGET_ENV_SHARE) if env else (work > TARGET_RATIO):
         return (
-            f"the bound is the MoE model's arithmetic: it does {work:.2f}× its twin's FLOPs per step (the twin "
-            f"matches its active parameters, not its FLOPs), at {per_flop:.2f}× the twin's time per FLOP."
+            f"the bound is the MoE model's arithmetic: it does {work:.2f}× its twin's FLOPs per step, at "
+            f"{per_flop:.2f}× the twin's time per FLOP."
         )
     return (
         f"the bound is the execution of its work, not the arithmetic: it does {work:.2f}× its twin's FLOPs per step "
