@@ -5,6 +5,7 @@ several folders have a ``conftest.py`` and whichever pytest imported first would
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,11 +39,36 @@ def need_dataset(name: str, files=None) -> Path:
     return found.place.root
 
 
-def run_zoo(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 1800) -> subprocess.CompletedProcess:
-    """Run ``python -m zoo.cli.main ARGS`` (what the ``zoo`` script does) and capture its output. ``timeout`` is a
-    hang guard, not a time limit: a loaded 2-core machine runs these commands many times slower than an idle one."""
+TIMEOUT_SCALE = "ZOO_TEST_TIMEOUT_SCALE"  # multiplies every hang guard of the suite; 6 when unset
+
+
+def hang_guard(seconds: float) -> float:
+    """The timeout of a subprocess (or a wait) of a test: ``seconds``, a generous bound on an idle machine, times
+    ``$ZOO_TEST_TIMEOUT_SCALE`` (default 6). A hang guard, not a time limit: a loaded 2-core machine runs these
+    commands several times slower than an idle one (a fixed 300 s failed correct tests there), yet a hang still
+    ends. Raise the scale on a slower or busier machine; lower it to find a hang sooner."""
+    raw = os.environ.get(TIMEOUT_SCALE, "").strip()
+    try:
+        scale = float(raw) if raw else 6.0
+    except ValueError:
+        raise ValueError(f"{TIMEOUT_SCALE}={raw!r}: expected a number, e.g. 6") from None
+    if scale <= 0:
+        raise ValueError(f"{TIMEOUT_SCALE}={raw!r}: expected a positive number")
+    return seconds * scale
+
+
+def run_zoo(
+    args: list[str], env: dict[str, str], cwd: Path, timeout: float | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``python -m zoo.cli.main ARGS`` (what the ``zoo`` script does) and capture its output. ``timeout``: the
+    hang guard, ``hang_guard(300)`` unless given."""
     return subprocess.run(
-        [sys.executable, "-m", "zoo.cli.main", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "zoo.cli.main", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=hang_guard(300) if timeout is None else timeout,
     )
 
 

@@ -12,6 +12,7 @@ import sys
 
 from docs_blocks import DOCS, REPO
 from test_docs_reference import public_names
+from zoo_testing import hang_guard
 
 
 def _hook(name: str):
@@ -26,7 +27,7 @@ def test_the_site_builds_strictly_with_a_reference_entry_for_every_public_name(t
     had_site = (REPO / "site").exists()
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)]
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=hang_guard(100))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     assert "WARNING" not in done.stderr, done.stderr[-4000:]
     reference = (site / "reference" / "moe" / "index.html").read_text()

@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
-from zoo_testing import run_zoo
+from zoo_testing import hang_guard, run_zoo
 
 from zoo.moe import MoE
 
@@ -168,7 +168,12 @@ def test_a_finished_ddp_run_leaves_no_process_group(zoo_env, tmp_path):
         "sys.exit(code)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], env=zoo_env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", script],
+        env=zoo_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=hang_guard(300),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "initialized after the run: False" in done.stdout, done.stdout[-2000:]

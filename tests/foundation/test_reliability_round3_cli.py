@@ -21,7 +21,7 @@ import pytorch_lightning as pl
 import torch
 import yaml
 from pytorch_lightning.demos.boring_classes import BoringModel
-from zoo_testing import REPO, need_dataset
+from zoo_testing import REPO, hang_guard, need_dataset
 
 from zoo.callbacks.atomic_checkpoint import AtomicModelCheckpoint
 from zoo.callbacks.periodic_checkpoint import PeriodicCheckpoint
@@ -275,7 +275,7 @@ def read_only(folder) -> list[str]:
 
 def _zoo_in(prefix, args, env, cwd) -> subprocess.CompletedProcess:
     cmd = [*prefix, sys.executable, "-m", "zoo.cli.main", *args]
-    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=hang_guard(300))
 
 
 def _error_line(out) -> str:

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from zoo_testing import make_record, run_zoo
+from zoo_testing import hang_guard, make_record, run_zoo
 
 from zoo.leaderboard.matrix import render_matrix
 
@@ -275,11 +275,11 @@ def test_a_staged_row_runs_what_its_model_needs_first_once_per_seed(zoo_env, tmp
     assert missing.returncode != 0 and "nope/digits" in missing.stderr
 
 
-def _lines_until(proc: subprocess.Popen, text: str, seconds: float = 900) -> list[str]:
+def _lines_until(proc: subprocess.Popen, text: str, seconds: float | None = None) -> list[str]:
     """``proc``'s output lines up to the first holding ``text``; a process that never prints it is killed after
     ``seconds``, so a test of code that waits instead of going on fails instead of hanging. (A hang guard, not a
     time limit: long enough for a loaded 2-core machine.)"""
-    watchdog = threading.Timer(seconds, proc.kill)
+    watchdog = threading.Timer(hang_guard(150) if seconds is None else seconds, proc.kill)
     watchdog.start()
     lines = []
     try:
@@ -301,7 +301,7 @@ def _goes_on_past_what_is_held(args, env, cwd, held, skipped: str, later: str, n
         assert any(skipped in line for line in lines), lines
         assert not not_yet.exists()
         held.release()  # the other process stopped (or finished): this one does the held work now
-        out, err = proc.communicate(timeout=1800)  # a hang guard only
+        out, err = proc.communicate(timeout=hang_guard(300))  # a hang guard only
     finally:
         held.release()
         if proc.poll() is None:

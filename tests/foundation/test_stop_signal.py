@@ -4,6 +4,8 @@ next run; it used to be logged by Lightning's handler and ignored, so `kill` did
 import subprocess
 import sys
 
+from zoo_testing import hang_guard
+
 SCRIPT = """
 import os, signal, sys
 import zoo.cli.reproduce as reproduce
@@ -36,7 +38,12 @@ def test_sigterm_between_runs_stops_the_grid_after_writing_the_current_record(zo
         str(tmp_path / "runs"),
     ]
     out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, *args], env=zoo_env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", SCRIPT, *args],
+        env=zoo_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=hang_guard(300),
     )
     assert out.returncode == 143, out.stderr[-3000:]
     assert [p.name for p in (board / "results" / "toy").glob("*.json")] == ["moe__digits__seed0.json"]
@@ -46,7 +53,7 @@ def test_sigterm_between_runs_stops_the_grid_after_writing_the_current_record(zo
     key = "moe__digits__seed0"  # --verify re-runs records one after the other: it stops between them too
     out = subprocess.run(
         [sys.executable, "-c", SCRIPT, *args, "--verify", key, "--verify", key],
-        env=zoo_env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env=zoo_env, cwd=tmp_path, capture_output=True, text=True, timeout=hang_guard(300),
     )  # fmt: skip
     assert out.returncode == 143, out.stderr[-3000:]
     assert out.stdout.count("max |Δ|") == 1 and f"stopped by SIGTERM before the re-run of {key}" in out.stderr
@@ -55,5 +62,7 @@ def test_sigterm_between_runs_stops_the_grid_after_writing_the_current_record(zo
 def test_outside_a_grid_sigterm_keeps_its_default_action(tmp_path):
     script = "import os, signal; from zoo.runner.stop_signal import stop_between_runs\n"
     script += "with stop_between_runs(): pass\nos.kill(os.getpid(), signal.SIGTERM)\nprint('alive')"
-    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=hang_guard(10)
+    )
     assert out.returncode == -15 and "alive" not in out.stdout

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from zoo_testing import REPO, mirror
+from zoo_testing import REPO, hang_guard, mirror
 
 BUILT_INS = ("c2gmoe", "mammoth", "scalemoe", "seer")
 SOURCES = ("pyproject.toml", "README.md", "zoo", "tasks", "configs")  # what the build reads
@@ -19,7 +19,7 @@ SOURCES = ("pyproject.toml", "README.md", "zoo", "tasks", "configs")  # what the
 
 def _pip(*args: str, cwd: Path) -> None:
     cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", *args]
-    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=hang_guard(300))
     assert out.returncode == 0, f"{' '.join(cmd)}\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
 
 
@@ -55,7 +55,7 @@ def _run(site: Path, cwd: Path, *args: str, env: dict[str, str] | None = None) -
     full_env.update(env or {})
     full_env.update(PYTHONPATH=os.pathsep.join([str(site), *deps]), OMP_NUM_THREADS="1", ZOO_CACHE_DIR=str(cwd / "c"))
     return subprocess.run(
-        [sys.executable, "-S", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-S", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=hang_guard(300)
     )
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from zoo_testing import REPO
+from zoo_testing import REPO, hang_guard
 
 from zoo.cli.main import main
 from zoo.conformance import registry_routers
@@ -106,7 +106,7 @@ def test_the_conformance_suite_passes_on_the_doc_task(doc_plugin, tmp_path):
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=1800,
+        timeout=hang_guard(300),
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     summary = out.stdout.strip().splitlines()[-1]

@@ -15,6 +15,7 @@ import sys
 
 import pytest
 import torch
+from zoo_testing import hang_guard
 
 from zoo.moe import MoE, local_expert_init
 from zoo.moe.errors import ConfigError
@@ -88,7 +89,7 @@ print(status("VmHWM") - before)
 
 
 def _peak_growth_mib(mode: str) -> float:
-    done = subprocess.run([sys.executable, "-c", _PEAK, mode], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", _PEAK, mode], capture_output=True, text=True, timeout=hang_guard(300))
     assert done.returncode == 0, done.stderr[-2000:]
     return float(done.stdout.split()[-1])
 

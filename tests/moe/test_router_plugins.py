@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from zoo_testing import REPO, run_zoo
+from zoo_testing import REPO, hang_guard, run_zoo
 
 import zoo.moe.routers.registry as registry
 from zoo.errors import ConfigError
@@ -241,7 +241,12 @@ def test_the_installed_router_trains_by_name_and_is_refused_where_its_capabiliti
     (doc_check,) = DOC_CHECK.findall(DOC.read_text())
     code = INSTALLED + doc_check
     out = subprocess.run(
-        [sys.executable, "-c", code], env=site_env, cwd=tmp_path, capture_output=True, text=True, timeout=1800
+        [sys.executable, "-c", code],
+        env=site_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=hang_guard(300),
     )
     assert out.returncode == 0, out.stderr[-3000:]
     seen = json.loads(out.stdout.split("SEEN ")[-1])

@@ -13,6 +13,7 @@ import sys
 
 import pytest
 import torch
+from zoo_testing import hang_guard
 
 from zoo.moe import segment_kernel
 from zoo.moe.segment_mm import segment_mm
@@ -100,7 +101,7 @@ def test_kernel_leaves_thread_settings_alone():
         "assert torch.get_num_threads() == 2, torch.get_num_threads(); "
         "from zoo.moe import segment_kernel; assert segment_kernel.kernel() is not None; print('ok')"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=hang_guard(300))
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
 
 
