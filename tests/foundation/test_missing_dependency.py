@@ -14,9 +14,15 @@ from zoo.registry import missing_dependency
 
 
 def _without(monkeypatch, package: str, *importers: str) -> None:
-    """Make ``package`` uninstalled for this test, and forget the modules that imported it already."""
+    """Make ``package`` uninstalled for this test, and forget the modules that imported it already. A module the test
+    imports again is also bound as its package's attribute: that is put back with ``sys.modules``, else later tests
+    would patch the attribute's module (``monkeypatch.setattr("zoo.tuning.study.f", ...)``) while the code imports
+    ``sys.modules``' one."""
     for name in list(sys.modules):
         if name.partition(".")[0] == package or name.startswith(importers):
+            parent, _, child = name.rpartition(".")
+            if sys.modules.get(parent) is not None and hasattr(sys.modules[parent], child):
+                monkeypatch.setattr(sys.modules[parent], child, getattr(sys.modules[parent], child))
             monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, package, None)
 
