@@ -1,5 +1,6 @@
 """Shared fixtures: the mirror of real datasets, a third-party plugin installed into a temporary site dir, and one
-intra-op thread per test. Helper functions live in ``zoo_testing`` (import them from there, not from conftest)."""
+intra-op thread per test; in a fast-tier run (``-m "not slow"``), the tests that took long enough to belong in the
+slow tier. Helper functions live in ``zoo_testing`` (import them from there, not from conftest)."""
 
 from __future__ import annotations
 
@@ -78,3 +79,25 @@ def zoo_env(plugin_site, tmp_path) -> dict[str, str]:
     if found:
         env["ZOO_DATA_MIRROR"] = str(found)
     return env
+
+
+# a fast-tier test over this (setup + call, seconds) is named at the end of a `-m "not slow"` run: make it cheaper or
+# mark it pytest.mark.slow(reason=...). Measured, so a loaded machine names more; a hint, never a failure.
+FAST_TEST_HINT_S = 20.0
+_fast_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    if report.when in ("setup", "call") and "slow" not in report.keywords:
+        _fast_seconds[report.nodeid] = _fast_seconds.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if "not slow" not in (config.option.markexpr or ""):
+        return
+    over = sorted(((s, n) for n, s in _fast_seconds.items() if s > FAST_TEST_HINT_S), reverse=True)
+    if over:
+        title = f"fast-tier tests over {FAST_TEST_HINT_S:.0f} s (make them cheaper or mark them slow, saying why)"
+        terminalreporter.section(title)
+        for seconds, nodeid in over:
+            terminalreporter.write_line(f"{seconds:7.1f}s {nodeid}")

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from docs_blocks import DOCS, REPO
 from test_docs_reference import public_names
 from zoo_testing import hang_guard
@@ -22,6 +23,7 @@ def _hook(name: str):
     return module
 
 
+@pytest.mark.slow(reason="builds the whole site (mkdocs --strict, every API page)")
 def test_the_site_builds_strictly_with_a_reference_entry_for_every_public_name(tmp_path):
     site = tmp_path / "site"
     had_site = (REPO / "site").exists()

@@ -68,6 +68,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow(reason="each case starts a zoo process")
 @pytest.mark.parametrize("case", list(CASES))
 def test_bad_input_gives_one_short_error(case, zoo_env, tmp_path):
     args, names, says = CASES[case](tmp_path)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import zoo_tasks.graphs.dynamic.tables as dyg_tables
 from zoo.bench.moe import main as moe_main
 from zoo.bench.provenance import BenchRun
@@ -54,6 +56,7 @@ def test_without_a_record_the_claims_say_so_and_judge_nothing(tmp_path):
     assert "no benchmark record" in "\n".join(rasteriser_lines(tmp_path))
 
 
+@pytest.mark.slow(reason="a real (tiny) DyGMoCE bench run")
 def test_a_real_tiny_bench_run_renders_as_a_claim_row(tmp_path, monkeypatch):
     monkeypatch.setattr(dyg_tables, "TASK_SIZE", {"dim": 8, "heads": 2, "no_backward": False})
     monkeypatch.setattr(dyg_tables, "TASK_LENGTH", 8)

@@ -1,6 +1,9 @@
 """Bad input gives one short message and a non-zero exit code, never a traceback wall."""
 
+import pytest
 from zoo_testing import REPO, run_zoo
+
+pytestmark = pytest.mark.slow(reason="each test starts zoo processes (a Lightning import each) for one error line")
 
 
 def _assert_short_error(out, *needles):

@@ -14,6 +14,7 @@ batch, end where one process on the whole batch ends.
 
 import json
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -79,6 +80,7 @@ def _worker(rank: int, world: int, init_file: str, out_dir: str) -> None:
         dist.destroy_process_group()
 
 
+@pytest.mark.slow(reason="two gloo processes train")
 def test_moe_ddp_matches_single_process(tmp_path):
     mp.spawn(_worker, args=(2, str(tmp_path / "init"), str(tmp_path)), nprocs=2, join=True)
     single = _Net(_model())
@@ -101,6 +103,7 @@ def _summary(run_dir):
     return json.loads(next((run_dir / "lightning_logs").glob("version_*/routing_summary.json")).read_text())
 
 
+@pytest.mark.slow(reason="zoo fit at world 1 and at world 2 (gloo)")
 def test_two_process_ddp_matches_single_process(zoo_env, tmp_path):
     common = [
         "fit",
@@ -152,6 +155,7 @@ def test_two_process_ddp_matches_single_process(zoo_env, tmp_path):
     assert max(abs(x - y) for x, y in zip(sa["load"], sb["load"], strict=True)) < 1e-3, (sa, sb)
 
 
+@pytest.mark.slow(reason="a ddp zoo fit in a subprocess")
 def test_a_finished_ddp_run_leaves_no_process_group(zoo_env, tmp_path):
     """Lightning destroys only NCCL groups at exit; a gloo group left to interpreter teardown can abort the
     finished process (SIGABRT from gloo's worker threads), so ``zoo fit`` destroys it when the run returns."""

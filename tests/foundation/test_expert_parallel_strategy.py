@@ -26,7 +26,7 @@ from zoo_testing import run_zoo
 from zoo.distributed import gather_optimizer_state, shard_optimizer_state
 from zoo.moe import MoE, gather_state_dict, to_expert_parallel
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(reason="zoo fit at world 1 and 2 (gloo processes), resumed across world sizes")
 
 COMMON = [
     "fit",

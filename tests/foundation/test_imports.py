@@ -74,6 +74,7 @@ def test_zoo_moe_stands_alone():
     assert issubclass(zoo.errors.DatasetNotFoundError, zoo.moe.errors.ZooError)
 
 
+@pytest.mark.slow(reason="a fresh interpreter a case, one importing Lightning")
 @pytest.mark.parametrize(
     "injected, reported",
     [("import pytorch_lightning", "pytorch_lightning"), ("import zoo.elsewhere", "zoo.elsewhere")],

@@ -48,6 +48,7 @@ def plugin_checkout(tmp_path) -> tuple[Path, dict[str, str]]:
     return project, env
 
 
+@pytest.mark.slow(reason="zoo reproduce of a plugin task in a subprocess")
 def test_a_plugins_records_go_to_its_own_leaderboard_and_name_its_commit(plugin_checkout, tmp_path):
     project, env = plugin_checkout
     elsewhere = tmp_path / "elsewhere"  # the working directory is neither the plugin's checkout nor the core's

@@ -29,6 +29,7 @@ def test_zoo_list_shows_installed_plugin_and_reports_broken_one(zoo_env, tmp_pat
     assert "routers: " in out.stdout and "topk" in out.stdout
 
 
+@pytest.mark.slow(reason="zoo fit of the plugin task in a zoo process")
 def test_zoo_fit_trains_plugin_task_and_saves_run_metadata(zoo_env, tmp_path):
     out = run_zoo(
         ["fit", "--task", "toy", "--trainer.max_epochs", "2", "--trainer.default_root_dir", "run"], zoo_env, tmp_path

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import torch
 from zoo_testing import run_zoo
 
@@ -17,6 +18,7 @@ def _final_run_info(run_dir):
     return json.loads(runs[-1].read_text())
 
 
+@pytest.mark.slow(reason="fits the toy task three times in zoo processes, one killed")
 def test_sigkill_then_resume_matches_uninterrupted_run(zoo_env, tmp_path):
     args = ["fit", "--task", "toy", "--trainer.max_epochs", "6", "--model.init_args.epoch_delay_s", "0.4"]
     full = run_zoo([*args, "--trainer.default_root_dir", "full"], zoo_env, tmp_path)
@@ -48,6 +50,7 @@ def test_sigkill_then_resume_matches_uninterrupted_run(zoo_env, tmp_path):
     assert resumed_info["wall_time_s"] > resumed_info["wall_time_before_resume_s"]
 
 
+@pytest.mark.slow(reason="fits in a zoo process")
 def test_nan_loss_stops_with_step_and_keeps_last_good_checkpoint(zoo_env, tmp_path):
     # 1200 train samples / batch 64 = 19 steps per epoch; step 30 is inside epoch 1
     out = run_zoo(
@@ -73,6 +76,7 @@ def test_nan_loss_stops_with_step_and_keeps_last_good_checkpoint(zoo_env, tmp_pa
     assert all(torch.isfinite(v).all() for v in ckpt["state_dict"].values())
 
 
+@pytest.mark.slow(reason="fits and tests in zoo processes")
 def test_checkpoints_load_weights_only_and_cli_defaults_to_it(zoo_env, tmp_path):
     out = run_zoo(
         ["fit", "--task", "toy", "--trainer.max_epochs", "1", "--trainer.default_root_dir", "run"], zoo_env, tmp_path

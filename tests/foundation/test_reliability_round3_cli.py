@@ -116,6 +116,7 @@ def _trained_epochs(metrics_csv) -> set[int]:
         return {int(row["epoch"]) for row in csv.DictReader(f) if row.get("train/loss")}
 
 
+@pytest.mark.slow(reason="fits the toy task in a zoo process, kills it, resumes it")
 def test_a_run_killed_after_an_epoch_that_did_not_improve_resumes_from_the_next_epoch(toy_cli, zoo_env):
     # lr 1e-12 leaves the weights as they are: val/acc repeats, so no epoch after the first is a new best
     args = ["fit", "--task", "toy", "--trainer.max_epochs", "3", "--trainer.limit_train_batches", "5"]
@@ -285,6 +286,7 @@ def _error_line(out) -> str:
     return lines[0]
 
 
+@pytest.mark.slow(reason="a zoo process in a mount namespace")
 def test_a_read_only_working_directory_says_to_pass_default_root_dir(zoo_env, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
@@ -294,6 +296,7 @@ def test_a_read_only_working_directory_says_to_pass_default_root_dir(zoo_env, tm
     assert list(work.iterdir()) == []
 
 
+@pytest.mark.slow(reason="a zoo process in a mount namespace")
 def test_a_read_only_output_folder_is_one_line_even_as_root(zoo_env, tmp_path):
     (tmp_path / "ro").mkdir()
     prefix = read_only(tmp_path / "ro")

@@ -3,10 +3,13 @@ numbers beside ours."""
 
 import json
 
+import pytest
 from zoo_testing import run_zoo
 
 from zoo.leaderboard.cpu_identity import cpu_identity
 from zoo.leaderboard.settings import SETTINGS_KEY
+
+pytestmark = pytest.mark.slow(reason="zoo reproduce grids of the toy task, each run a real fit in a zoo process")
 
 
 def test_reproduce_records_resumes_and_renders(zoo_env, tmp_path):

@@ -26,6 +26,9 @@ from zoo.reverify import probe_worker
 from zoo.reverify.checkouts import make_shim, package_roots
 from zoo.reverify.runner import DIRTY, RESTAMP, STALE, UNVERIFIABLE, execute, plan, read_pairs
 
+# the tests that build the throwaway repository (two real fits) and probe its commits (short real fits)
+PROBED = pytest.mark.slow(reason="real fits of a throwaway repository's commits, probed")
+
 MODEL = '''
 """A tiny MoE classifier for the re-verification tests."""
 
@@ -235,7 +238,7 @@ def reverify_after(repo: Path, tmp_path: Path, probes: dict, message: str):
     return run_plan.decisions[0]
 
 
-@pytest.mark.slow
+@PROBED
 def test_a_pure_refactor_is_re_stamped(clone, tmp_path, probes):
     before = {path.name: record for path, record in records(clone)}
     model = clone / "tasks/probe_toy/model.py"
@@ -257,7 +260,7 @@ def test_a_pure_refactor_is_re_stamped(clone, tmp_path, probes):
         assert entry["threads"] == 1 and entry["probe_hash"] == decision.probe_hash and entry["machine"]["cpu"]
 
 
-@pytest.mark.slow
+@PROBED
 def test_a_learning_rate_change_after_the_probe_steps_is_caught_by_the_schedule_trace(clone, tmp_path, probes):
     edit(clone, "tasks/probe_toy/model.py", "DECAY_EPOCH = 3", "DECAY_EPOCH = 4")  # epoch 3 of 6: not probed
 
@@ -268,7 +271,7 @@ def test_a_learning_rate_change_after_the_probe_steps_is_caught_by_the_schedule_
     assert all(not record.verified for _, record in records(clone))
 
 
-@pytest.mark.slow
+@PROBED
 def test_a_metric_change_is_caught_by_the_evaluation_on_a_slice(clone, tmp_path, probes):
     edit(clone, "tasks/probe_toy/metrics.py", ".float().mean()", ".float().sum() / (y.numel() + 1)")
 
@@ -279,7 +282,7 @@ def test_a_metric_change_is_caught_by_the_evaluation_on_a_slice(clone, tmp_path,
     assert decision.reason.startswith("probes differ at short.") and decision.reason.endswith("/acc"), decision.reason
 
 
-@pytest.mark.slow
+@PROBED
 def test_a_change_in_the_rows_router_is_caught(clone, tmp_path, probes):
     edit(clone, "zoo/moe/routers/topk.py", ".clamp_min(1e-9)", ".clamp_min(1e-9) + 1e-6")
 
@@ -289,7 +292,7 @@ def test_a_change_in_the_rows_router_is_caught(clone, tmp_path, probes):
     assert decision.reason.startswith("probes differ at short."), decision.reason
 
 
-@pytest.mark.slow
+@PROBED
 def test_a_change_to_another_folds_split_is_caught_by_the_split_hashes(clone, tmp_path, probes):
     # the probe trains fold 0; fold 1's record shares its group, so its split must be checked without training
     edit(clone, "tasks/probe_toy/model.py", "    return order\n", "    return order.flip(0) if fold == 1 else order\n")
@@ -304,7 +307,7 @@ def rename_helper(repo: Path, old: str, new: str) -> None:
     edit(repo, "tasks/probe_toy/model.py", old, new)
 
 
-@pytest.mark.slow
+@PROBED
 def test_a_second_refactor_probes_only_head_and_uses_the_base_probe_the_records_remember(clone, tmp_path, probes):
     rename_helper(clone, "_lr_factor", "_factor_at_epoch")
     first = reverify_after(clone, tmp_path / "a", probes, "refactor 1")
@@ -323,7 +326,7 @@ def test_a_second_refactor_probes_only_head_and_uses_the_base_probe_the_records_
         assert record.verified[-1]["probe_hash"] == first.probe_hash
 
 
-@pytest.mark.slow
+@PROBED
 def test_a_change_after_a_remembered_probe_is_still_caught_and_explained_by_probing_the_base(clone, tmp_path, probes):
     rename_helper(clone, "_lr_factor", "_factor_at_epoch")
     assert reverify_after(clone, tmp_path / "a", probes, "refactor").status == RESTAMP
@@ -336,7 +339,7 @@ def test_a_change_after_a_remembered_probe_is_still_caught_and_explained_by_prob
     assert decision.reason.startswith("probes differ at short.") and decision.reason.endswith("/acc"), decision.reason
 
 
-@pytest.mark.slow
+@PROBED
 def test_a_probe_remembered_from_another_cpu_kind_or_probe_worker_is_not_used(clone, tmp_path, probes):
     rename_helper(clone, "_lr_factor", "_factor_at_epoch")
     assert reverify_after(clone, tmp_path / "a", probes, "refactor").status == RESTAMP
@@ -352,7 +355,7 @@ def test_a_probe_remembered_from_another_cpu_kind_or_probe_worker_is_not_used(cl
         pairs = records(clone)
 
 
-@pytest.mark.slow
+@PROBED
 def test_uncommitted_code_and_records_of_unknown_code_are_not_probed(clone, tmp_path):
     edit(clone, "tasks/probe_toy/metrics.py", "def accuracy", "def accuracy  ")
     git(clone, "commit", "-qam", "metric spacing")  # the records are stale now

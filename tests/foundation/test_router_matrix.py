@@ -13,7 +13,12 @@ from zoo_testing import hang_guard, make_record, run_zoo
 
 from zoo.leaderboard.matrix import render_matrix
 
+# the tests that run `zoo reproduce matrix` (each cell tuned, fitted and tested in zoo processes); the page's own
+# tests below stay in the fast tier
+E2E = pytest.mark.slow(reason="zoo reproduce matrix end to end: tuned, fitted and tested cells")
 
+
+@E2E
 def test_matrix_tunes_runs_and_marks_routers_that_do_not_apply(zoo_env, tmp_path):
     board, runs = tmp_path / "board", tmp_path / "runs"
     args = ["reproduce", "matrix", "--only", "toy", "--routers", "topk,expert_choice", "--allow-dirty"]
@@ -46,6 +51,7 @@ def _toy_row(page: str) -> str:
     return next(line for line in page.splitlines() if line.startswith("| toy "))
 
 
+@E2E
 def test_a_cell_of_older_code_is_marked_and_rerun_stale_replaces_it(zoo_env, tmp_path):
     board, runs = tmp_path / "board", tmp_path / "runs"
     args = ["reproduce", "matrix", "--only", "toy", "--routers", "topk", "--allow-dirty", "--threads", "1"]
@@ -72,6 +78,7 @@ def test_a_cell_of_older_code_is_marked_and_rerun_stale_replaces_it(zoo_env, tmp
     assert " °" not in _toy_row(rerun_page) and "a verdict on mixed runs" not in rerun_page
 
 
+@E2E
 def test_a_cell_whose_model_now_refuses_its_router_loses_its_old_records(zoo_env, tmp_path):
     """MoE-GS once ran KERN (l2-normalised weights blending images) and later refused it: the old records go, so the
     page shows the cell's n/a, not numbers today's code cannot make."""
@@ -91,6 +98,7 @@ def test_a_cell_whose_model_now_refuses_its_router_loses_its_old_records(zoo_env
     assert "n/a (1)" in row and " °" not in row
 
 
+@E2E
 def test_rerun_stale_reprobes_a_cell_older_code_marked_not_applicable(zoo_env, tmp_path):
     board, runs = tmp_path / "board", tmp_path / "runs"
     results = board / "results" / "router_matrix"
@@ -247,6 +255,7 @@ sys.exit(run_requirements(dataclasses.replace(spec, matrix=staged), Path(sys.arg
 """
 
 
+@E2E
 def test_a_staged_row_runs_what_its_model_needs_first_once_per_seed(zoo_env, tmp_path):
     """MoE-GS's router stage loads the experts its own seed trained: the matrix fits the required rows for the
     tuning seed and each of the row's seeds before any cell, once, and a failed one is counted (its cells skipped)."""
@@ -310,6 +319,7 @@ def _goes_on_past_what_is_held(args, env, cwd, held, skipped: str, later: str, n
     return out
 
 
+@E2E
 def test_a_required_run_another_process_fits_is_left_for_later(zoo_env, tmp_path):
     """Two processes sharing the table fit two of a staged row's required runs at once: the second skips the run the
     first holds, fits the next, then comes back to the held one."""
@@ -360,6 +370,7 @@ def test_the_dry_run_times_each_cell_by_the_records_closest_to_its_settings():
     assert MatrixTime().line().startswith("how long: unknown")
 
 
+@E2E
 def test_a_cell_another_process_tunes_is_left_for_later_not_waited_for(zoo_env, tmp_path):
     """Two processes sharing the table tune two cells at once: the second skips the cell whose study the first holds
     and comes back to it after its other cells."""

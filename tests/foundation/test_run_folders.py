@@ -7,6 +7,7 @@ import shlex
 import subprocess
 import sys
 
+import pytest
 from zoo_testing import REPO, TOY_PLUGIN, run_zoo
 
 TOY_CONFIG = (TOY_PLUGIN / "zoo_toy" / "configs" / "digits.yaml").read_text()
@@ -27,6 +28,7 @@ def _run_folder(stdout):
     return re.search(r"zoo: run folder (\S+)", stdout).group(1)
 
 
+@pytest.mark.slow(reason="7 zoo processes: two configs fitted, resumed, tested")
 def test_runs_get_their_own_folder_and_resume_only_their_own_config(zoo_env, tmp_path):
     a, b = _config(tmp_path, "a", 32), _config(tmp_path, "b", 16)
     first = run_zoo(_fit(a), zoo_env, tmp_path)
@@ -74,6 +76,7 @@ def test_runs_get_their_own_folder_and_resume_only_their_own_config(zoo_env, tmp
     assert "`none` to evaluate the untrained model" in untrained.stderr
 
 
+@pytest.mark.slow(reason="a zoo process")
 def test_a_failed_start_leaves_no_empty_log_folder(zoo_env, tmp_path):
     out = run_zoo(
         ["fit", "--task", "toy", "--model.init_args.nan_at_step", "0", "--trainer.default_root_dir", "run"],

@@ -4,6 +4,7 @@ next run; it used to be logged by Lightning's handler and ignored, so `kill` did
 import subprocess
 import sys
 
+import pytest
 from zoo_testing import hang_guard
 
 SCRIPT = """
@@ -24,6 +25,7 @@ sys.exit(reproduce.reproduce_main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow(reason="a zoo reproduce grid and its --verify, in subprocesses")
 def test_sigterm_between_runs_stops_the_grid_after_writing_the_current_record(zoo_env, tmp_path):
     board = tmp_path / "board"
     args = [

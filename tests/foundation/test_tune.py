@@ -44,6 +44,7 @@ def _trial_dirs(folder):
     return sorted(p.name for p in folder.glob("trial*"))
 
 
+@pytest.mark.slow(reason="tunes the toy task in zoo processes: 4 studies")
 def test_zoo_tune_searches_on_validation_resumes_and_never_tests(zoo_env, tmp_path):
     runs = tmp_path / "runs"
     base = ["tune", "toy", "--row", "moe/digits", "--runs", str(runs), "--trainer.max_epochs=2"]
@@ -74,6 +75,7 @@ def test_zoo_tune_searches_on_validation_resumes_and_never_tests(zoo_env, tmp_pa
     assert _trial_dirs(folder.with_name("moe__digits.replaced-0")) == ["trial0", "trial1", "trial2"]
 
 
+@pytest.mark.slow(reason="a tuning trial and 3 refusals, each a zoo process")
 def test_zoo_tune_router_knobs_and_errors(zoo_env, tmp_path):
     runs = tmp_path / "runs"
     base = ["tune", "toy", "--runs", str(runs), "--trainer.max_epochs=1"]
@@ -91,6 +93,7 @@ def test_zoo_tune_router_knobs_and_errors(zoo_env, tmp_path):
         assert bad.returncode != 0 and message in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow(reason="tunes then fits a row in a subprocess")
 def test_a_row_that_asks_for_tuning_is_tuned_then_run_with_the_chosen_values(zoo_env, tmp_path):
     """BenchmarkRow.tune_trials: zoo reproduce tunes the row on validation first; the record says how."""
     import subprocess

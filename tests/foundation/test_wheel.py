@@ -14,6 +14,8 @@ import pytest
 from zoo_testing import REPO, hang_guard, mirror
 
 BUILT_INS = ("c2gmoe", "mammoth", "scalemoe", "seer")
+pytestmark = pytest.mark.slow(reason="builds and installs the wheel, then runs zoo from it")
+
 SOURCES = ("pyproject.toml", "README.md", "zoo", "tasks", "configs")  # what the build reads
 
 

@@ -95,6 +95,7 @@ def test_the_doc_has_a_check_your_plugin_section_with_its_one_command():
     assert "python -m zoo.conformance mytask\n" in section
 
 
+@pytest.mark.slow(reason="the conformance suite (a pytest run) over every router in a subprocess")
 def test_the_conformance_suite_passes_on_the_doc_task(doc_plugin, tmp_path):
     """The doc's one command, run as a plugin author runs it: the doc's tiny case trains, round-trips its checkpoint
     and takes every router of the registry."""

@@ -8,6 +8,7 @@ from zoo.bench import contention, roofline
 from zoo.bench.moe import ROWS, check_targets, main
 
 
+@pytest.mark.slow(reason="one process per regime of the layer bench")
 def test_bench_quick_runs_each_regime_in_its_own_process(tmp_path):
     out = tmp_path / "moe.json"
     argv = ["--quick", "--out", str(out), "--experts", "4", "--reps", "1", "--tokens", "64", "--threads", "1"]

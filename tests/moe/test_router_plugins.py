@@ -235,7 +235,7 @@ print("SEEN " + json.dumps(seen))
 """
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="pip-installs the toy router, then trains with it in a subprocess")
 def test_the_installed_router_trains_by_name_and_is_refused_where_its_capabilities_do_not_fit(site_env, tmp_path):
     """... and the doc's "Check it" snippet runs as written."""
     (doc_check,) = DOC_CHECK.findall(DOC.read_text())
@@ -271,7 +271,7 @@ def test_the_installed_router_trains_by_name_and_is_refused_where_its_capabiliti
     )
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="pip-installs the toy router, then runs zoo list in a subprocess")
 def test_zoo_list_shows_each_router_with_its_distribution_and_the_broken_ones(site_env, tmp_path):
     out = run_zoo(["list"], site_env, tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]

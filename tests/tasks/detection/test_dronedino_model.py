@@ -155,6 +155,7 @@ def test_lr_drop_epochs_multiply_every_group_by_a_tenth():
     assert isinstance(_module(moe="none").configure_optimizers(), torch.optim.AdamW)  # no drop: the constant recipe
 
 
+@pytest.mark.slow(reason="fits DINO three times a case")
 @pytest.mark.parametrize("kill_at", [2, 4])  # mid-epoch 0; mid-epoch 1 after an end-of-epoch save
 def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(tmp_path, kill_at):
     """Real HIT-UAV images (random crops and flips), DroneDINO with its routing noise and DINO's denoising queries:

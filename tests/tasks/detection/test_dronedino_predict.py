@@ -24,6 +24,8 @@ from zoo.api import load_run, predict  # noqa: E402
 from zoo.cli.main import main  # noqa: E402
 from zoo_tasks.detection.data import CLASSES  # noqa: E402
 
+pytestmark = pytest.mark.slow(reason="trains a width-256 DINO, then predicts its 16 test images")
+
 IMAGES = 16  # the conformance case: 8 test images per task, tasks ir and rgb
 LOW = 0.0  # a 2-step detector scores low: keep every detection where a check needs some
 # mmdet 3.3's DINO decoder needs width 256 (its query position embedding: 128 sine features per box coordinate)

@@ -13,6 +13,8 @@ from zoo_testing import csv_rows, need_dataset, tiny_trained_run
 from zoo.api import load_run, predict
 from zoo.cli.main import main
 
+pytestmark = pytest.mark.slow(reason="trains a tiny C2GMoE run on the real graph, then predicts")
+
 
 def read_predictions(folder):
     return csv_rows(folder / "predictions.csv")

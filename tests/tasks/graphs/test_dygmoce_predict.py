@@ -15,6 +15,8 @@ from zoo_testing import csv_rows, need_dataset, tiny_trained_run
 from zoo.api import load_run, predict
 from zoo.cli.main import main
 
+pytestmark = pytest.mark.slow(reason="trains a DyGMoCE run on the real graph, then scores its test events")
+
 BATCH = 16  # the conformance case's data.eval_batch_size
 
 

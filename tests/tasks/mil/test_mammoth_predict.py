@@ -14,6 +14,8 @@ from zoo_testing import csv_rows, tiny_trained_run
 from zoo.api import load_run, predict
 from zoo.cli.main import main
 
+pytestmark = pytest.mark.slow(reason="trains tiny MAMMOTH runs (MUSK1, digit bags), then predicts")
+
 TINY = (
     *("--model.init_args.dim=8", "--model.init_args.num_experts=3", "--model.init_args.num_slots=2"),
     *("--model.init_args.num_heads=2", "--model.init_args.slot_dim=8", "--model.init_args.rank=2"),

@@ -24,6 +24,10 @@ from zoo_tasks.splatting.predict import to_uint8, video_format
 TEST_VIEWS = 20  # standup's test split; view 0 is at time 0, view 19 at time 1
 VIDEO = f"sequence.{video_format()}"
 
+pytestmark = pytest.mark.slow(
+    reason="trains tiny MoE-GS runs (expert, router, student) on the real scene, then predicts"
+)
+
 
 def read_metrics(folder) -> list[dict]:
     return csv_rows(folder / "metrics.csv")

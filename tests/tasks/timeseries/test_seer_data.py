@@ -145,6 +145,7 @@ def test_a_missing_csv_names_the_path(tmp_path):
         dm.setup()
 
 
+@pytest.mark.slow(reason="zoo fit in a zoo process")
 def test_zoo_fit_on_a_bad_csv_prints_one_short_error(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("date,a\n2020-01-01,1.0\n2020-01-02,oops\n")

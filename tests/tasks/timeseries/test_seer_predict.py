@@ -19,6 +19,8 @@ SEQ_LEN, PRED_LEN, CHANNELS = 32, 8, 7  # the conformance case's windows (tasks/
 TEST_START = 11520 - SEQ_LEN  # ETTh1's test segment (ett_hour borders) with its lookback
 TRAIN_ROWS = 8640
 
+pytestmark = pytest.mark.slow(reason="trains a tiny SEER run on ETTh1, then forecasts")
+
 
 def read_rows(folder):
     return csv_rows(folder / "forecasts.csv")

@@ -36,12 +36,14 @@ def noise_like(x: np.ndarray, seed: int = 99) -> np.ndarray:
     return np.random.default_rng(seed).uniform(0, 1, x.shape).astype(np.float32)
 
 
+@pytest.mark.slow(reason="trains the discriminator GRU twice")
 def test_discriminative_score_is_near_zero_for_the_same_distribution_and_near_half_for_noise():
     real, same = sines(400, 8, seed=0), sines(400, 8, seed=1)
     assert discriminative_score(real, same, iterations=200) < 0.1
     assert discriminative_score(real, noise_like(real), iterations=200) > 0.4
 
 
+@pytest.mark.slow(reason="trains the predictor GRU twice")
 def test_predictive_score_is_lower_when_trained_on_the_real_distribution_than_on_noise():
     real, same = sines(256, 4, seed=0), sines(256, 4, seed=1)
     on_same = predictive_score(real, same, iterations=300)
@@ -49,6 +51,7 @@ def test_predictive_score_is_lower_when_trained_on_the_real_distribution_than_on
     assert 0 <= on_same < on_noise - 0.05
 
 
+@pytest.mark.slow(reason="trains the TS2Vec encoder twice")
 def test_context_fid_is_zero_for_the_same_set_and_grows_with_a_shift():
     real = sines(128, 3, seed=0)
     fids = [context_fid(real, real + shift, iterations=5) for shift in (0.0, 0.1, 0.5)]

@@ -67,6 +67,7 @@ def test_etth_is_the_catalog_etth1_with_seven_channels():
     assert dm.data_sha256() == {"ETTh1.csv": "f18de3ad269cef59bb07b5438d79bb3042d3be49bdeecf01c1cd6d29695ee066"}
 
 
+@pytest.mark.slow(reason="trains the predictive-score GRU twice")
 def test_scores_repeat_with_their_own_seeds_under_inference_mode_and_use_the_first_fakes():
     rng = np.random.default_rng(0)
     real = rng.uniform(size=(40, 6, 3)).astype(np.float32)
@@ -81,6 +82,7 @@ def test_scores_repeat_with_their_own_seeds_under_inference_mode_and_use_the_fir
         diffusion_ts_scores(real, fake, repeats=0)
 
 
+@pytest.mark.slow(reason="zoo evaluate of a real row")
 def test_zoo_evaluate_runs_the_etth_timemode_row_through_fit_and_the_diffusion_ts_test(tmp_path):
     _csv(tmp_path / "s.csv")
     (row,) = [r for r in TIMEMODE.benchmark if r.dataset == ETTH and r.method == "timemode"]

@@ -18,6 +18,8 @@ from zoo.cli.main import main
 SEQ_LEN = 8  # the conformance case's windows (tasks/timeseries/generation/spec.py)
 BOOTSTRAP = "--model=zoo_tasks.timeseries.generation.bootstrap.PromptBootstrap"
 
+pytestmark = pytest.mark.slow(reason="trains tiny TimeMoDE runs, then generates from them")
+
 
 def read_samples(folder, channels=1):
     """(rows, samples (n, L, C) float) of samples.csv, checking its row order (sample, step, channel)."""

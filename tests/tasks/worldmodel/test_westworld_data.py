@@ -15,6 +15,7 @@ TINY = dict(train_robots=["dmc_cartpole"], eval_robots=["gym_hopper"], train_epi
             pretrain_steps=3, policies=["uniform", "sac@6"], agent_settings=TINY_AGENT)  # fmt: skip
 
 
+@pytest.mark.slow(reason="generates the data three times, training a SAC policy each")
 def test_generation_is_deterministic_and_resumable(tmp_path):
     a, b = (
         WestWorldDataModule(data_dir=str(tmp_path / "a"), **TINY),

@@ -11,6 +11,8 @@ from zoo_testing import csv_rows, tiny_trained_run
 from zoo.api import load_run, predict
 from zoo.cli.main import main
 
+pytestmark = pytest.mark.slow(reason="trains a tiny WestWorld run, then rolls it out")
+
 PREFIX, EPISODE_LEN, ROBOT = 3, 10, "dmc_cartpole"  # the conformance case's windows and robot
 
 
