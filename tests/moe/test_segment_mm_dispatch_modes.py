@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from zoo_testing import hang_guard
+
 STEP_UNDER_THE_COUNTER = """
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -23,7 +25,9 @@ print(counter.get_total_flops())
 
 
 def test_an_moe_step_under_the_flop_counter_on_two_threads_ends_and_counts_every_expert_gemm():
-    done = subprocess.run([sys.executable, "-c", STEP_UNDER_THE_COUNTER], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", STEP_UNDER_THE_COUNTER], capture_output=True, text=True, timeout=hang_guard(20)
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     tokens, dim, hidden, experts, k = 100, 64, 128, 8, 2
     gate = 2 * tokens * dim * experts
