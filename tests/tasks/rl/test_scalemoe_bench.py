@@ -9,6 +9,7 @@ import pytest
 from zoo_tasks.rl.bench import main
 
 
+@pytest.mark.slow(reason="times a training step of every architecture")
 def test_bench_measures_each_architecture_and_writes_ratios_under_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     args = ["--env-steps", "230", "--learning-starts", "100", "--actor-hidden", "8", "--critic-hidden", "8"]

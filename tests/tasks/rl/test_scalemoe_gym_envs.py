@@ -70,6 +70,7 @@ def test_registered_id_sizes_come_from_the_env():
     assert make_env("Pendulum-v1").observation_space.shape == (3,)  # a registered id needs no prefix
 
 
+@pytest.mark.slow(reason="a zoo fit through the CLI")
 def test_a_gymnasium_env_trains_through_the_cli(tmp_path, monkeypatch, capsys):
     from zoo.cli.main import main
 

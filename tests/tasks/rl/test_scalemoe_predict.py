@@ -11,6 +11,8 @@ from zoo_testing import csv_rows, tiny_trained_run, video_frames
 from zoo.api import load_run, predict
 from zoo.cli.main import main
 
+pytestmark = pytest.mark.slow(reason="trains a real SAC run before zoo predict")
+
 ACTION_REPEAT = 2  # the conformance case's cartpole-swingup: DMC rewards in [0, 1] per control step, summed
 
 

@@ -148,6 +148,7 @@ def test_router_kwargs_reach_both_gates_and_unknown_ones_are_named():
         agent.build(obs_dim=5, act_dim=1)
 
 
+@pytest.mark.slow(reason="a Lightning fit of SAC in a real dm_control environment")
 def test_lightning_fit_runs_the_environment_updates_and_evaluates(tmp_path):
     architecture = "scalemoe-feature"
     stats = RoutingStatsCallback(heatmaps=False)
@@ -212,6 +213,7 @@ def _resumable_fit(tmp_path, kill_at=None, ckpt_path=None):
     return agent
 
 
+@pytest.mark.slow(reason="two SAC fits in a real dm_control environment, one killed and resumed")
 def test_killed_run_resumes_with_its_replay_buffer_and_step_counter(tmp_path):
     killed = _resumable_fit(tmp_path, kill_at=70)
     last = tmp_path / "checkpoints" / "last.ckpt"

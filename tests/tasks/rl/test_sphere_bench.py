@@ -2,10 +2,13 @@
 
 import json
 
+import pytest
+
 from zoo_tasks.rl.continual.bench import env_speed, main
 from zoo_tasks.rl.continual.tables import bench_lines
 
 
+@pytest.mark.slow(reason="times a training step of every method in MetaWorld")
 def test_bench_times_every_method_and_writes_ratios(tmp_path):
     out = tmp_path / "bench.json"
     args = ["--iterations", "1", "--num-envs", "2", "--n-steps", "16", "--width", "16", "--n-epochs", "1"]

@@ -181,6 +181,7 @@ def _fit(tmp_path, callbacks=(), ckpt_path=None, **kwargs):
     return agent, trainer
 
 
+@pytest.mark.slow(reason="PPO fits over a MetaWorld task sequence, one killed and resumed")
 def test_fit_runs_the_sequence_and_a_killed_run_resumes_in_the_same_task_at_the_same_step(tmp_path):
     killed, _ = _fit(tmp_path, callbacks=[_KillAt(task=1, steps=64)])
     saved = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)

@@ -13,6 +13,8 @@ from zoo_testing import csv_rows, tiny_trained_run, video_frames
 from zoo.api import load_run, predict
 from zoo.cli.main import main
 
+pytestmark = pytest.mark.slow(reason="trains a real SPHERE run before zoo predict")
+
 
 @pytest.fixture(scope="module")
 def sphere_run(tmp_path_factory):
