@@ -175,7 +175,7 @@ def _flop_numbers(flops: dict | None) -> dict | None:
     return numbers if numbers and numbers.get("status") == "measured" and numbers.get("flop_ratio") else None
 
 
-def _arithmetic(task: str, numbers: dict, flops: dict | None, env: bool) -> str | None:
+def _arithmetic(numbers: dict, flops: dict | None, env: bool) -> str | None:
     """The bound's last clause from the task's FLOP count: the MoE model's arithmetic, or the execution of it."""
     counted = _flop_numbers(flops)
     if counted is None:
@@ -226,7 +226,7 @@ def bound_line(task: str, record: dict, flops: dict | None = None) -> str | None
     )
     if (1 / without >= TARGET_ENV_SHARE) if env else (without <= TARGET_RATIO):
         return text + "the bound is that per-step overhead (sorting, gathers, scatters, small per-expert launches)."
-    arithmetic = _arithmetic(task, numbers, flops, env)
+    arithmetic = _arithmetic(numbers, flops, env)
     if arithmetic:
         return text + arithmetic
     rest = max(0.0, 1 - overhead - gemms)
@@ -240,11 +240,11 @@ def _gflop(flops: int) -> str:
     return f"{flops / 1e9:.3g}"
 
 
-def flop_table(records: dict, judged: dict, tasks: list[str]) -> list[str]:
+def flop_table(flops: dict, judged: dict, tasks: list[str]) -> list[str]:
     """FLOPs of one training step, MoE vs twin, beside the idle time ratio (tasks with a FLOP-count record)."""
     rows = []
     for task in tasks:
-        counted = _flop_numbers(records.get((task, FLOPS), (None, None))[1])
+        counted = _flop_numbers(flops[task])
         if counted is None:
             continue
         regime = judged[task] and judged_regime(judged[task][1])
@@ -278,8 +278,8 @@ def render_page(records: dict[tuple[str, str], Entry], tasks: list[str], page_di
     judged = {t: judged_entry(records, t) for t in tasks}
     verdicts = [verdict(t, judged[t] and judged[t][1]) for t in tasks]
     lines += ["## Targets", "", *claims_table(verdicts), ""]
-    lines += flop_table(records, judged, tasks)
     flops = {t: records.get((t, FLOPS), (None, None))[1] for t in tasks}
+    lines += flop_table(flops, judged, tasks)
     bounds = [b for t in tasks if judged[t] for b in [bound_line(t, judged[t][1], flops[t])] if b]
     lines += ["## Measured bounds", ""]
     lines += bounds or ["No task measured idle misses its target."]
