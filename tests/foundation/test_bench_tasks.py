@@ -182,8 +182,11 @@ def test_an_agent_is_judged_on_environment_steps_per_second(tmp_path):
     assert verdict.target.startswith("env steps/s ≥ 0.8×") and verdict.ours == "0.91×" and verdict.met
 
 
-def _flop_record(task: str, moe: int, dense: int) -> dict:
+def _flop_record(task: str, moe: int, dense: int, calls: tuple[int, int] | None = None) -> dict:
     counted = {"status": "measured", "moe": {"flops": moe}, "dense": {"flops": dense}, "flop_ratio": moe / dense}
+    if calls:
+        counted["moe"]["calls"], counted["dense"]["calls"] = calls
+        counted["call_ratio"] = calls[0] / calls[1]
     return {"bench": "tasks", "task": task, "date": "2026-01-01T00:00:00Z", "status": "measured",
             "settings": {"regimes": ["flops"]}, "regimes": {"flops": counted}}  # fmt: skip
 
@@ -203,6 +206,15 @@ def test_a_missed_target_is_told_apart_as_arithmetic_or_execution_by_the_flop_co
     assert "| flops |" not in text  # the counting pseudo-regime is no timing table
 
 
+def test_an_execution_bound_names_how_many_more_operations_the_step_issues(tmp_path):
+    slow = _record("slow", [30.0, 31.0, 29.0], [10.0, 10.0, 10.0])
+    counted = _flop_record("slow", 1_100_000, 1_000_000, calls=(400, 100))
+    line = page.bound_line("slow", slow, counted)
+    assert "it issues 4.00× the twin's ATen calls per step, of 2.75 k FLOPs on average against the twin's 10 k" in line
+    records = {("slow", "idle-unset"): (tmp_path / "a.json", slow), ("slow", "flops"): (tmp_path / "b.json", counted)}
+    assert "| 1.10× | 3.00× | 2.73× | 400 | 100 | 2.75 k | 10 k |" in page.render_page(records, ["slow"], tmp_path)
+
+
 def test_the_flop_count_of_a_training_step_is_the_closed_form_of_its_matrix_products():
     import torch
 
@@ -218,6 +230,18 @@ def test_the_flop_count_of_a_training_step_is_the_closed_form_of_its_matrix_prod
     gate = 2 * tokens * dim * experts  # the router's linear layer
     ffn = 2 * tokens * k * (dim * hidden + hidden * dim)  # every routed slot through both expert matrices
     assert flops == 3 * (gate + ffn)  # forward, and the input and weight gradients of each product
+
+
+def test_every_aten_call_of_the_step_is_counted_with_or_without_a_flop_formula():
+    import torch
+
+    from zoo.bench.flop_step import CountedStep
+
+    a, b = torch.randn(4, 3), torch.randn(3, 5)
+    counted = CountedStep(torch.nn.Identity())
+    counted.start()
+    torch.relu(torch.mm(a, b)).add_(1.0)
+    assert counted.stop() == {"flops": 2 * 4 * 3 * 5, "calls": 3}  # mm, relu, add_
 
 
 def test_a_step_that_takes_its_gradients_with_autograd_grad_is_counted_too():

@@ -3,10 +3,13 @@
 What is counted is what PyTorch's FLOP counter (``torch.utils.flop_counter``) has formulas for: matrix products
 (``mm``, ``addmm``, ``bmm``, ``baddbmm``, einsums that lower to them), convolutions and attention, forward and
 backward, each multiply-add as two FLOPs; element-wise work (activations, norms, gathers, scatters, the optimiser's
-update) is not counted. The step runs ``zoo.moe``'s experts on the Python loop of ``zoo.moe.segment_mm``
+update) is not counted. Every ATen call is counted too (``calls``, with or without a formula): how many separate
+operations the step issues, each of which pays a fixed cost (dispatch, allocation, a parallel region) whatever its
+size. The step runs ``zoo.moe``'s experts on the Python loop of ``zoo.moe.segment_mm``
 (``segment_kernel.forced_off``): the same GEMMs as the C++ kernel, issued as ATen calls the counter sees (the kernel's
 GEMMs run on OpenMP workers, which would have to re-enter the Python counter and cannot). Environment simulation
-(MuJoCo) is not counted either.
+(MuJoCo) is not counted either. So ``calls`` counts each expert segment's GEMM as one call, as the loop issues them;
+the kernel issues the same GEMMs, one per segment piece, without the dispatcher.
 
 Why not ``FlopCounterMode`` itself: it tracks modules with backward hooks that ``torch.autograd.grad`` on leaf
 parameters refuses (SPHERE's PPO update takes its gradients that way), and the per-module split is not needed here;
@@ -21,15 +24,18 @@ from torch.utils.flop_counter import flop_registry
 
 
 class _Counter(TorchDispatchMode):
-    """Sums ``flop_registry``'s formula of every ATen call that has one (as ``FlopCounterMode`` does)."""
+    """Sums ``flop_registry``'s formula of every ATen call that has one (as ``FlopCounterMode`` does), and counts the
+    calls."""
 
     def __init__(self) -> None:
         super().__init__()
         self.total = 0
+        self.calls = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
+        self.calls += 1
         formula = flop_registry.get(func._overloadpacket)
         if formula is not None:
             self.total += formula(*args, **kwargs, out_val=out)
@@ -38,7 +44,7 @@ class _Counter(TorchDispatchMode):
 
 class CountedStep:
     """One training step of ``model`` under the FLOP counter: ``start()`` before it, ``stop()`` after it returns
-    ``{"flops": total}`` (see the module doc for what is counted)."""
+    ``{"flops": total, "calls": ATen calls}`` (see the module doc for what is counted)."""
 
     def __init__(self, model: nn.Module) -> None:
         self.model = model
@@ -54,4 +60,4 @@ class CountedStep:
     def stop(self) -> dict:
         self.counter.__exit__(None, None, None)
         self.kernel_off.__exit__(None, None, None)
-        return {"flops": int(self.counter.total)}
+        return {"flops": int(self.counter.total), "calls": self.counter.calls}

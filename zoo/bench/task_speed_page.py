@@ -50,7 +50,9 @@ FLOP_METHOD = (
     "convolutions and attention, forward and backward; "
     "element-wise work and environment simulation are not counted). Counts do not depend on the machine or its load. "
     "Time per FLOP = the step-time ratio / the FLOP ratio: near 1 the MoE model runs its arithmetic as fast as the "
-    "twin does, and the step ratio is the work ratio."
+    "twin does, and the step ratio is the work ratio. ATen calls: every operation the step issues, with or without a "
+    "FLOP formula (each pays a fixed cost, whatever its size; an expert segment's GEMM counts as one), and FLOPs per "
+    "call, the mean size of one."
 )
 
 Entry = tuple[Path, dict]  # a record file and its record
@@ -187,11 +189,23 @@ def _arithmetic(numbers: dict, flops: dict | None, env: bool) -> str | None:
             f"the bound is the MoE model's arithmetic: it does {work:.2f}× its twin's FLOPs per step, at "
             f"{per_flop:.2f}× the twin's time per FLOP."
         )
+    calls = counted.get("call_ratio")
+    issued = (
+        f"it issues {calls:.2f}× the twin's ATen calls per step, of {_per_call(counted['moe'])} FLOPs on average "
+        f"against the twin's {_per_call(counted['dense'])}"
+        if calls
+        else "small operations, whose fixed costs the twin's fewer, larger ones do not pay"
+    )
     return (
         f"the bound is the execution of its work, not the arithmetic: it does {work:.2f}× its twin's FLOPs per step "
-        f"but takes {per_flop:.2f}× the twin's time per FLOP (small operations, whose fixed costs the twin's fewer, "
-        "larger ones do not pay)."
+        f"but takes {per_flop:.2f}× the twin's time per FLOP ({issued})."
     )
+
+
+def _per_call(model: dict) -> str:
+    """One model's mean FLOPs per ATen call, e.g. '41 k'."""
+    per = model["flops"] / model["calls"]
+    return f"{per / 1e6:.3g} M" if per >= 1e6 else f"{per / 1e3:.3g} k"
 
 
 def bound_line(task: str, record: dict, flops: dict | None = None) -> str | None:
@@ -250,9 +264,15 @@ def flop_table(flops: dict, judged: dict, tasks: list[str]) -> list[str]:
         regime = judged[task] and judged_regime(judged[task][1])
         ratio = judged[task][1]["regimes"][regime]["ratio"] if regime else None
         time_cells = f"{ratio:.2f}× | {ratio / counted['flop_ratio']:.2f}×" if ratio else "— | —"
+        moe, dense = counted["moe"], counted["dense"]
+        call_cells = (
+            f"{moe['calls']:,} | {dense['calls']:,} | {_per_call(moe)} | {_per_call(dense)}"
+            if counted.get("call_ratio")
+            else "— | — | — | —"
+        )
         rows.append(
-            f"| {task} | {_gflop(counted['moe']['flops'])} | {_gflop(counted['dense']['flops'])} | "
-            f"{counted['flop_ratio']:.2f}× | {time_cells} |"
+            f"| {task} | {_gflop(moe['flops'])} | {_gflop(dense['flops'])} | "
+            f"{counted['flop_ratio']:.2f}× | {time_cells} | {call_cells} |"
         )
     if not rows:
         return []
@@ -261,8 +281,9 @@ def flop_table(flops: dict, judged: dict, tasks: list[str]) -> list[str]:
         "",
         FLOP_METHOD,
         "",
-        "| task | MoE GFLOP | twin GFLOP | FLOPs MoE / twin | step time MoE / twin (idle) | time per FLOP MoE / twin |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| task | MoE GFLOP | twin GFLOP | FLOPs MoE / twin | step time MoE / twin (idle) | time per FLOP MoE / twin "
+        "| MoE ATen calls | twin ATen calls | MoE FLOPs per call | twin FLOPs per call |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *rows,
         "",
     ]

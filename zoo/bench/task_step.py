@@ -85,49 +85,51 @@ def build(config: Path, overrides: list[str]):
     return build_cli(config, overrides)
 
 
-def measure(builds: dict[str, tuple[Path, list[str]]], warmup: int, repeats: int, profiled: int) -> dict:
-    """Build ``{"moe": (config, overrides), "dense": ...}``, time their steps in turn, summarise (see the module
-    doc). A fit that raises is re-raised after both fits ended."""
+def _run_pair(builds: dict[str, tuple[Path, list[str]]], warmup: int, repeats: int, probed: int, probe=None):
+    """Build ``{"moe": (config, overrides), "dense": ...}`` and step them in turn (``zoo.bench.step_clock``):
+    ``warmup`` steps, ``repeats`` timed, ``probed`` more under ``probe``. Returns ``(clis, clocks, timeline)``; a fit
+    that raised is re-raised after both fits ended, and a fit that ended early is an error."""
     from zoo.bench.step_clock import run_in_turn
     from zoo.moe import segment_kernel
 
     segment_kernel.kernel()  # built or loaded before anything is timed
     clis = {role: build(*builds[role]) for role in ROLES}
     fits = {role: (cli.trainer, cli.model, cli.datamodule) for role, cli in clis.items()}
-    clocks, errors, timeline = run_in_turn(fits, warmup, repeats, profiled)
+    clocks, errors, timeline = run_in_turn(fits, warmup, repeats, probed, probe=probe)
     if errors:
         role, error = next(iter(errors.items()))
         raise RuntimeError(f"the {role} fit failed: {type(error).__name__}: {error}") from error
-    short = [role for role in ROLES if len(clocks[role].wall_ms) < repeats]
+    short = [role for role in ROLES if len(clocks[role].wall_ms) < repeats or len(clocks[role].profiles) < probed]
     if short:
-        raise RuntimeError(f"the {' and '.join(short)} fit ended before {warmup + repeats} training steps")
+        raise RuntimeError(f"the {' and '.join(short)} fit ended before {warmup + repeats + probed} training steps")
+    return clis, clocks, timeline
+
+
+def measure(builds: dict[str, tuple[Path, list[str]]], warmup: int, repeats: int, profiled: int) -> dict:
+    """Time both models' steps in turn and summarise (see the module doc)."""
+    clis, clocks, timeline = _run_pair(builds, warmup, repeats, profiled)
     return summarise(clocks, {role: cli.model for role, cli in clis.items()}, timeline)
 
 
-def count(builds: dict[str, tuple[Path, list[str]]], warmup: int) -> dict:
-    """The FLOPs of one training step of each model after ``warmup`` (``zoo.bench.flop_step``), stepped in turn as
-    ``measure`` steps them: ``{"moe": {"flops", "parameters", ...}, "dense": ..., "flop_ratio"}``."""
-    from zoo.bench.flop_step import CountedStep
-    from zoo.bench.step_clock import run_in_turn
-    from zoo.moe import segment_kernel
+def _ratio(a: float, b: float) -> float | None:
+    return a / b if b else None
 
-    segment_kernel.kernel()
-    clis = {role: build(*builds[role]) for role in ROLES}
-    fits = {role: (cli.trainer, cli.model, cli.datamodule) for role, cli in clis.items()}
-    clocks, errors, _ = run_in_turn(fits, warmup, 0, 1, probe=CountedStep)
-    if errors:
-        role, error = next(iter(errors.items()))
-        raise RuntimeError(f"the {role} fit failed: {type(error).__name__}: {error}") from error
-    short = [role for role in ROLES if not clocks[role].profiles]
-    if short:
-        raise RuntimeError(f"the {' and '.join(short)} fit ended before {warmup + 1} training steps")
+
+def count(builds: dict[str, tuple[Path, list[str]]], warmup: int) -> dict:
+    """The FLOPs and ATen calls of one training step of each model after ``warmup`` (``zoo.bench.flop_step``), stepped
+    in turn as ``measure`` steps them: ``{"moe": {"flops", "calls", "parameters", ...}, "dense": ..., "flop_ratio",
+    "call_ratio"}``."""
+    from zoo.bench.flop_step import CountedStep
+
+    clis, clocks, _ = _run_pair(builds, warmup, 0, 1, probe=CountedStep)
     out = {}
     for role, cli in clis.items():
         params = list(cli.model.parameters())
         out[role] = {
-            "flops": clocks[role].profiles[0]["flops"],
+            **clocks[role].profiles[0],
             "parameters": sum(p.numel() for p in params),
             "trainable_parameters": sum(p.numel() for p in params if p.requires_grad),
         }
-    out["flop_ratio"] = out["moe"]["flops"] / out["dense"]["flops"] if out["dense"]["flops"] else None
+    out["flop_ratio"] = _ratio(out["moe"]["flops"], out["dense"]["flops"])
+    out["call_ratio"] = _ratio(out["moe"]["calls"], out["dense"]["calls"])
     return out
