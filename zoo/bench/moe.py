@@ -12,6 +12,9 @@ Peak memory: the process's peak resident set (Linux ``VmHWM``, reset through ``/
 before each measured step) minus the resident set just before the step, i.e. what one forward+backward
 adds on top of the parameters (activations, gradients, temporaries), with glibc's mmap threshold fixed at
 256 KiB so freed tensors leave the RSS at once. ``tracemalloc`` cannot see torch's CPU allocator, hence RSS.
+That setting is process-wide and would make every large tensor of a timed step fresh memory, whose first touches
+users' processes (glibc's growing dynamic threshold) mostly do not pay: so the memory steps run after every timed
+step of the regime, and the timed steps under glibc's defaults.
 
     python -m zoo.bench.moe [--quick] [--out PATH.json] [--experts 8,64,256] [--reps 5] [--regimes a,b]
 
@@ -38,7 +41,7 @@ import torch
 from torch import nn
 
 from zoo.bench import roofline
-from zoo.bench.claims import has_provenance, provenance_line
+from zoo.bench.claims import claims_table, has_provenance, provenance_line
 from zoo.bench.contention import LABELS, REGIMES, companion, env_for
 from zoo.bench.moe_baselines import (
     DenseFloor,
@@ -50,6 +53,7 @@ from zoo.bench.moe_baselines import (
     PaddedBMM,
     UnbindLoop,
 )
+from zoo.bench.moe_targets import check_targets, not_judged, summary
 from zoo.bench.provenance import BenchRun, output_path
 from zoo.moe import MoE, segment_kernel
 
@@ -82,12 +86,15 @@ def _rss_kb(field: str) -> int | None:
 
 def _fixed_mmap_threshold() -> bool:
     """Make glibc return large freed blocks to the OS at once (fixed 256 KiB mmap threshold), so that RSS
-    follows live tensors instead of glibc's growing dynamic threshold keeping them resident."""
+    follows live tensors instead of glibc's growing dynamic threshold keeping them resident; and give back the free
+    memory the heap holds now (``malloc_trim``), so that reusing it shows in the RSS again."""
     try:
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6")
-        return bool(libc.mallopt(-3, 256 * 1024)) and bool(libc.mallopt(-1, 1024 * 1024))
+        fixed = bool(libc.mallopt(-3, 256 * 1024)) and bool(libc.mallopt(-1, 1024 * 1024))
+        libc.malloc_trim(0)
+        return fixed
     except (OSError, AttributeError):
         return False
 
@@ -154,13 +161,22 @@ def step(model: nn.Module, x: torch.Tensor, g: torch.Tensor) -> tuple[float, flo
     return dt_s, cpu_s, (None if peak is None or before is None else max(0, peak - before) * 1024), faults
 
 
-def bench_one(E: int, args, rows: list[str]) -> dict:
+def _rows_for(E: int, args, rows: list[str]) -> list[str]:
     if E > args.naive_max_experts:  # its O(E^2) backward takes minutes per step: not run
-        rows = [r for r in rows if r != "naive_slice"]
-    models = build(E, args.dim, args.hidden, args.top_k, rows)
+        return [r for r in rows if r != "naive_slice"]
+    return rows
+
+
+def _inputs(args) -> tuple[torch.Tensor, torch.Tensor]:
     torch.manual_seed(1)
-    x = torch.randn(args.tokens, args.dim, requires_grad=True)
-    g = torch.randn(args.tokens, args.dim)
+    return torch.randn(args.tokens, args.dim, requires_grad=True), torch.randn(args.tokens, args.dim)
+
+
+def bench_one(E: int, args, rows: list[str]) -> dict:
+    """Every row's timed steps at one E, under the process's own allocator (glibc's defaults: what users have):
+    wall and CPU time, minor page faults, and each row's output against ours."""
+    models = build(E, args.dim, args.hidden, args.top_k, _rows_for(E, args, rows))
+    x, g = _inputs(args)
     with torch.no_grad():
         ref = models["ours"](x) if "ours" in models else None
     diffs = {}
@@ -172,24 +188,13 @@ def bench_one(E: int, args, rows: list[str]) -> dict:
     times: dict[str, list[float]] = {r: [] for r in models}
     cpus: dict[str, list[float]] = {r: [] for r in models}
     faults: dict[str, list[int]] = {r: [] for r in models}
-    steady: list[int] = []
-    mems: dict[str, list[int]] = {r: [] for r in models}
     order = list(models)
     for rep in range(args.reps):
         for name in order[rep % len(order) :] + order[: rep % len(order)]:  # rotate: fair under load drift
-            cached = segment_kernel.pool_stats()["cached"] if name == "ours" else 0
-            t, c, mem, f = step(models[name], x, g)
+            t, c, _, f = step(models[name], x, g)
             times[name].append(t)
             cpus[name].append(c)
             faults[name].append(f)
-            if mem is not None and name == "ours":  # its cache is resident before the step and used in it
-                steady.append(mem + cached)
-    held = segment_kernel.pool_stats()["cached"]
-    for name in order:  # memory from one more step per row, the kernel's output cache emptied first: a step's
-        segment_kernel.empty_cache()  # own working set, whether or not its blocks were recycled in the timed steps
-        _, _, mem, _ = step(models[name], x, g)
-        if mem is not None:
-            mems[name].append(mem)
     out = {}
     floor = statistics.median(times["floor"]) if "floor" in times else None
     floor_cpu = statistics.median(cpus["floor"]) if "floor" in cpus else None
@@ -201,13 +206,31 @@ def bench_one(E: int, args, rows: list[str]) -> dict:
             "ratio_to_floor": round(med / floor, 3) if floor else None,
             "cpu_ms": round(1e3 * statistics.median(cpus[name]), 1),
             "cpu_ratio_to_floor": round(statistics.median(cpus[name]) / floor_cpu, 3) if floor_cpu else None,
-            "peak_extra_mib": round(max(mems[name]) / 2**20, 1) if mems[name] else None,
             "minor_faults": int(statistics.median(faults[name])),
             "max_abs_diff_vs_ours": diffs.get(name),
         }
-    if "ours" in out:
-        out["ours"]["cache_held_mib"] = round(held / 2**20, 1)
-        out["ours"]["steady_peak_mib"] = round(max(steady) / 2**20, 1) if steady else None
+    del models
+    return out
+
+
+def memory_one(E: int, args, rows: list[str]) -> dict:
+    """Every row's peak memory at one E, after the timed steps of every E and with glibc's mmap threshold fixed
+    (``_fixed_mmap_threshold``): one warm-up step, then one step with the kernel's gradient cache emptied first (a
+    step's own working set); for ours one more step with the cache it filled kept (its steady peak counts it)."""
+    models = build(E, args.dim, args.hidden, args.top_k, _rows_for(E, args, rows))
+    x, g = _inputs(args)
+    out = {}
+    for name, m in models.items():
+        step(m, x, g)
+        segment_kernel.empty_cache()
+        _, _, mem, _ = step(m, x, g)
+        out[name] = {"peak_extra_mib": None if mem is None else round(mem / 2**20, 1)}
+        if name == "ours":
+            held = segment_kernel.pool_stats()["cached"]
+            _, _, steady, _ = step(m, x, g)
+            out[name]["cache_held_mib"] = round(held / 2**20, 1)
+            out[name]["steady_peak_mib"] = None if steady is None else round((steady + held) / 2**20, 1)
+    segment_kernel.empty_cache()
     del models
     return out
 
@@ -280,7 +303,7 @@ def render_regime(name: str, regime: dict, es: list[int]) -> list[str]:
         lines += [
             "",
             f"*ours* keeps {_mibs(held)} MiB of weight-gradient blocks cached between steps; counting them, its "
-            f"peak in the timed steps was {_mibs(steady)} MiB (E = {e_list}).",
+            f"peak in a step that reuses them was {_mibs(steady)} MiB (E = {e_list}).",
         ]
     return lines + [""]
 
@@ -358,11 +381,10 @@ def provenance_lines(result: dict, path: Path | None) -> list[str]:
 
 
 def targets_lines(result: dict) -> list[str]:
-    """The targets, judged only on a file with provenance (a record); an older file's numbers, not judged."""
-    targets = check_targets(result)
-    if has_provenance(result):
-        return [f"- {t}" for t in targets]
-    return [f"- {t.rsplit(' — ', 1)[0]} — not judged (no benchmark record)" for t in targets]
+    """The targets (``zoo.bench.moe_targets``), judged only on a file with provenance (a record); an older file's
+    numbers, not judged."""
+    verdicts = check_targets(result)
+    return claims_table(verdicts if has_provenance(result) else not_judged(verdicts))
 
 
 def render_markdown(result: dict, path: Path | None = None) -> str:
@@ -384,9 +406,10 @@ def render_markdown(result: dict, path: Path | None = None) -> str:
         "",
         "Peak memory = peak RSS during one step (Linux VmHWM, reset via /proc/self/clear_refs) minus RSS before it "
         "(glibc mmap threshold fixed at 256 KiB so freed tensors leave RSS): activations + gradients + temporaries, "
-        "not the parameters. It is measured in one extra step per row after the timed ones, with the segment "
-        "kernel's gradient cache emptied first; between steps *ours* keeps that cache (its size, and the peak "
-        "counting it, are given under each table).",
+        "not the parameters. It is measured after every timed step of the regime (the timed steps run under "
+        "glibc's default allocator, what users have), in one step per row after a warm-up, with the segment "
+        "kernel's gradient cache emptied first; between steps *ours* keeps that cache (its size, and the peak of "
+        "one more step counting it, are given under each table).",
         "",
     ]
     for name, regime in result["regimes"].items():
@@ -396,52 +419,6 @@ def render_markdown(result: dict, path: Path | None = None) -> str:
     lines += ["## Targets", "", *targets_lines(result)]
     lines += ["", "## Notes", "", NOTES.rstrip(), "", f"Command: `{result['command']}`", ""]
     return "\n".join(lines)
-
-
-def check_targets(result: dict) -> list[str]:
-    """The issue's targets, judged on this run's numbers (a target whose cell was not run is not listed)."""
-    regimes, es = result["regimes"], result["config"]["experts"]
-    notes = []
-
-    def get(regime, e, row):
-        r = regimes.get(regime, {}).get("results", {}).get(str(e), {}).get(row)
-        return r if r and r["ms_all"] else None
-
-    def verdict(ok: bool) -> str:
-        return "met" if ok else "MISSED"
-
-    if r := get("idle-unset", 64, "ours"):
-        ratio = r["ratio_to_floor"]
-        notes.append(f"idle, unset: ≤ 1.2× floor at E=64: {ratio:.2f}× — {verdict(ratio <= 1.2)}")
-    lim = regimes.get("idle-unset", {}).get("roofline", {}).get("limits", {}).get("256")
-    if (r := get("idle-unset", 256, "ours")) and lim:
-        ratio = r["ms"] / lim["limit_ms"]
-        notes.append(f"idle, unset: E=256 within 1.15× of the roofline limit: {ratio:.2f}× — {verdict(ratio <= 1.15)}")
-    if r := get("contended-unset", 64, "ours"):
-        ok = r["ratio_to_floor"] <= 1.6
-        notes.append(f"contended, unset: ≤ 1.6× contended floor at E=64: {r['ratio_to_floor']:.2f}× — {verdict(ok)}")
-    worst, worst_at = None, ""
-    for name in regimes:
-        for e in es:
-            o, g = get(name, e, "ours"), get(name, e, "gshard")
-            if o and g and (worst is None or g["ms"] / o["ms"] < worst):
-                worst, worst_at = g["ms"] / o["ms"], f"{name}, E={e}"
-    if worst is not None:
-        notes.append(
-            f"≥ 2× faster than (c) at every E in every regime: worst {worst:.2f}× ({worst_at}) — {verdict(worst >= 2)}"
-        )
-    worst, worst_at = None, ""
-    for name in regimes:
-        for e in es:
-            o, prev = get(name, e, "ours"), get(name, e, "ours_loop")
-            if o and prev and (worst is None or o["ms"] / prev["ms"] > worst):
-                worst, worst_at = o["ms"] / prev["ms"], f"{name}, E={e}"
-    if worst is not None:
-        notes.append(
-            f"never worse than the previous default: worst ours / previous {worst:.2f}× ({worst_at}) — "
-            f"{verdict(worst <= 1.05)} (≤ 1.05: within the repetition noise)"
-        )
-    return notes
 
 
 def _config(args, experts: list[int]) -> dict:
@@ -458,9 +435,10 @@ def _config(args, experts: list[int]) -> dict:
 
 
 def run_regime(args, experts: list[int], rows: list[str]) -> dict:
-    """Inside one regime's child process: every E, every row, plus this regime's roofline inputs."""
+    """Inside one regime's child process: every E, every row, plus this regime's roofline inputs; the timed steps
+    first, under glibc's default allocator, then the memory steps with its mmap threshold fixed (a process-wide
+    setting that cannot be undone: it would make every large tensor of a timed step fresh, first-touched memory)."""
     torch.set_num_threads(args.threads)
-    fixed_mmap = _fixed_mmap_threshold()
     machine = {
         "threads": torch.get_num_threads(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset"),
@@ -481,7 +459,12 @@ def run_regime(args, experts: list[int], rows: list[str]) -> dict:
             **roofline.limit(cost, rate, bandwidth),
             "expert_gemms_limit_ms": 1e3 * one * E / torch.get_num_threads(),
         }
-    machine["load_avg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
+    machine["load_avg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None  # the timing's load
+    fixed_mmap = _fixed_mmap_threshold()
+    for E in experts:
+        print(f"  E={E} memory ...", flush=True)
+        for name, numbers in memory_one(E, args, rows).items():
+            results[str(E)][name].update(numbers)
     return {
         "machine": machine,
         "memory_method": "peak RSS (VmHWM after /proc/self/clear_refs reset) minus RSS before the step"
@@ -514,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.render:
         result = json.loads(args.render.read_text())
-        result["targets"] = check_targets(result)
+        result["targets"] = [summary(v) for v in check_targets(result)]
         page = render_markdown(result, args.render.resolve())
         (args.markdown or REPO / "leaderboard" / "moe_layer.md").write_text(page)
         return 0
@@ -559,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"zoo bench moe: regime {name} failed (exit {code})", file=sys.stderr)
                 return code
             result["regimes"][name] = json.loads(part.read_text())
-    result["targets"] = check_targets(result)
+    result["targets"] = [summary(v) for v in check_targets(result)]
     out = output_path("moe", args.out, leaderboard=True)  # a full run's default: the page's folder
     result = bench.write(result, out, threads=args.threads, regime=",".join(regimes))
     md_path = args.markdown or (
