@@ -173,7 +173,16 @@ def test_a_missed_target_states_the_bound_its_record_measured(tmp_path):
     line = page.bound_line("slow", slow)
     # routing + dispatch + combine: 3 phases x 3 ms of a 40 ms profiled step; without them 30 x (1 - 0.225) / 10
     assert "22%" in line and "2.33×" in line and "4 routing call(s) of 256 tokens" in line
-    assert page.bound_line("fast", _record("fast", [11.0], [10.0])) is None
+    assert page.bound_line("fast", _record("fast", [11.0, 12.0, 11.5], [10.0, 10.0, 10.0])) is None  # met
+    assert page.bound_line("few", _record("few", [30.0, 31.0], [10.0, 10.0])) is None  # n too small: not judged
+
+
+def test_a_tie_states_that_its_interval_holds_the_bar_and_what_its_work_is(tmp_path):
+    close = _record("close", [12.0, 14.0, 11.0, 13.5, 12.5], [10.0, 10.0, 10.0, 10.0, 10.0])  # 1.25x, pairs 1.1-1.4x
+    assert page.verdict("close", close).comparison.outcome == "tie"
+    line = page.bound_line("close", close, _flop_record("close", 2_000, 1_000))
+    assert line.startswith("- **close** (1.25× the twin's step, idle-unset): its median is ≤ 1.3×, but the 95 %")
+    assert "it does 2.00× its twin's FLOPs per step, at 0.62× the twin's time per FLOP." in line
 
 
 def test_an_agent_is_judged_on_environment_steps_per_second(tmp_path):

@@ -19,6 +19,7 @@ from pathlib import Path
 from zoo.bench.claims import claim, claims_table, no_record, provenance_line
 from zoo.bench.contention import LABELS, REGIMES
 from zoo.bench.phase_split import PHASES
+from zoo.leaderboard.compare import TOO_FEW
 
 TARGET_RATIO = 1.3
 TARGET_ENV_SHARE = 0.8
@@ -208,16 +209,36 @@ def _per_call(model: dict) -> str:
     return f"{per / 1e6:.3g} M" if per >= 1e6 else f"{per / 1e3:.3g} k"
 
 
+def _tie_line(task: str, regime: str, numbers: dict, flops: dict | None, env: bool) -> str:
+    """A task whose median is within the bar but whose paired interval holds it: not shown, and why it is close."""
+    ours = f"env steps/s {numbers['env_share']:.2f}× the twin's" if env else f"{numbers['ratio']:.2f}× the twin's step"
+    bar = f"≥ {TARGET_ENV_SHARE}×" if env else f"≤ {TARGET_RATIO}×"
+    text = (
+        f"- **{task}** ({ours}, {regime}): its median is {bar}, but the 95 % interval of its "
+        f"{len(numbers['pair_ratios'])} pairs holds the bar, so the target is not shown (more repetitions can narrow "
+        "the interval)"
+    )
+    counted = _flop_numbers(flops)
+    if counted is None:
+        return text + "."
+    work = counted["flop_ratio"]
+    return text + (
+        f"; it does {work:.2f}× its twin's FLOPs per step, at {numbers['ratio'] / work:.2f}× the twin's time per FLOP."
+    )
+
+
 def bound_line(task: str, record: dict, flops: dict | None = None) -> str | None:
-    """For a task whose idle median misses its target: the bound its records measured, in one sentence (``flops``:
-    the task's FLOP-count record, which tells its arithmetic from the execution of it)."""
+    """For a task whose idle target is judged and not met (missed, or a tie: its interval holds the bar): the bound its
+    records measured, in one sentence (``flops``: the task's FLOP-count record, which tells its arithmetic from the
+    execution of it)."""
     regime = judged_regime(record)
-    if regime is None:
-        return None
+    judged = verdict(task, record) if regime else None
+    if judged is None or judged.met or judged.comparison.outcome == TOO_FEW:
+        return None  # met, or too few pairs to judge (the Targets row says so)
     numbers = record["regimes"][regime]
     env = "env_share" in numbers
     if (numbers["env_share"] >= TARGET_ENV_SHARE) if env else (numbers["ratio"] <= TARGET_RATIO):
-        return None
+        return _tie_line(task, regime, numbers, flops, env)
     split, moe_ms, dense_ms = numbers["moe"].get("split"), numbers["moe"]["median_ms"], numbers["dense"]["median_ms"]
     if not split:
         return f"- **{task}**: {numbers['ratio']:.2f}× ({regime}); no phase split was measured."
