@@ -25,6 +25,8 @@ def test_bench_quick_runs_each_regime_in_its_own_process(tmp_path):
         assert set(ROWS) <= set(rows)
         assert all(rows[r]["max_abs_diff_vs_ours"] < 1e-4 for r in ROWS if r not in ("floor", "gshard", "ours"))
         assert regime["roofline"]["gemm_gflops"] > 0 and regime["roofline"]["triad_gbps"] > 0
+        assert "in its own process" in regime["memory_method"]  # peaks from the memory process, not the timed one
+        assert all(rows[r]["peak_extra_mib"] is not None for r in ROWS)
     page = out.with_suffix(".md").read_text()
     assert "## contended, OMP_WAIT_POLICY=PASSIVE" in page and "## Against the physical limit" in page
 

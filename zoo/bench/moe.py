@@ -13,8 +13,8 @@ before each measured step) minus the resident set just before the step, i.e. wha
 adds on top of the parameters (activations, gradients, temporaries), with glibc's mmap threshold fixed at
 256 KiB so freed tensors leave the RSS at once. ``tracemalloc`` cannot see torch's CPU allocator, hence RSS.
 That setting is process-wide and would make every large tensor of a timed step fresh memory, whose first touches
-users' processes (glibc's growing dynamic threshold) mostly do not pay: so the memory steps run after every timed
-step of the regime, and the timed steps under glibc's defaults.
+users' processes (glibc's growing dynamic threshold) mostly do not pay: so the timed steps run under glibc's
+defaults, and the memory steps in one more child process with the threshold fixed from its start.
 
     python -m zoo.bench.moe [--quick] [--out PATH.json] [--experts 8,64,256] [--reps 5] [--regimes a,b]
 
@@ -69,6 +69,7 @@ ROWS = {
     "unbind": "variant: autograd loop over weight.unbind(0)",
 }
 DEFAULT_ROWS = "floor,ours,ours_loop,gshard,grouped_mm,padded_bmm"
+MEMORY = "memory"  # --in-regime of the child process that measures peak memory
 MODULE = "zoo.bench.moe"  # with zoo.moe, the baselines, the roofline and the contention regimes (its closure)
 REPO = Path(__file__).resolve().parents[2]
 
@@ -406,10 +407,11 @@ def render_markdown(result: dict, path: Path | None = None) -> str:
         "",
         "Peak memory = peak RSS during one step (Linux VmHWM, reset via /proc/self/clear_refs) minus RSS before it "
         "(glibc mmap threshold fixed at 256 KiB so freed tensors leave RSS): activations + gradients + temporaries, "
-        "not the parameters. It is measured after every timed step of the regime (the timed steps run under "
-        "glibc's default allocator, what users have), in one step per row after a warm-up, with the segment "
-        "kernel's gradient cache emptied first; between steps *ours* keeps that cache (its size, and the peak of "
-        "one more step counting it, are given under each table).",
+        "not the parameters. It is measured once, in a process of its own (idle, no companion; the threshold is "
+        "process-wide, and the timed steps run under glibc's default allocator, what users have), so every "
+        "regime's table shows the same peaks: one step per row after a warm-up, with the segment kernel's gradient "
+        "cache emptied first; between steps *ours* keeps that cache (its size, and the peak of one more step "
+        "counting it, are given under each table).",
         "",
     ]
     for name, regime in result["regimes"].items():
@@ -436,8 +438,7 @@ def _config(args, experts: list[int]) -> dict:
 
 def run_regime(args, experts: list[int], rows: list[str]) -> dict:
     """Inside one regime's child process: every E, every row, plus this regime's roofline inputs; the timed steps
-    first, under glibc's default allocator, then the memory steps with its mmap threshold fixed (a process-wide
-    setting that cannot be undone: it would make every large tensor of a timed step fresh, first-touched memory)."""
+    run under glibc's default allocator (the memory steps run in a process of their own, ``run_memory``)."""
     torch.set_num_threads(args.threads)
     machine = {
         "threads": torch.get_num_threads(),
@@ -459,19 +460,36 @@ def run_regime(args, experts: list[int], rows: list[str]) -> dict:
             **roofline.limit(cost, rate, bandwidth),
             "expert_gemms_limit_ms": 1e3 * one * E / torch.get_num_threads(),
         }
-    machine["load_avg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None  # the timing's load
-    fixed_mmap = _fixed_mmap_threshold()
-    for E in experts:
-        print(f"  E={E} memory ...", flush=True)
-        for name, numbers in memory_one(E, args, rows).items():
-            results[str(E)][name].update(numbers)
+    machine["load_avg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     return {
         "machine": machine,
-        "memory_method": "peak RSS (VmHWM after /proc/self/clear_refs reset) minus RSS before the step"
-        + ("; glibc mmap threshold fixed at 256 KiB" if fixed_mmap else ""),
         "roofline": {"gemm_gflops": rate / 1e9, "triad_gbps": bandwidth / 1e9, "limits": limits},
         "results": results,
     }
+
+
+def run_memory(args, experts: list[int], rows: list[str]) -> dict:
+    """Inside the memory child process: glibc's mmap threshold fixed from its start, every E's peaks
+    (``memory_one``); ``{"method", "results": {E: {row: numbers}}}``."""
+    torch.set_num_threads(args.threads)
+    fixed_mmap = _fixed_mmap_threshold()
+    segment_kernel.kernel()
+    results = {}
+    for E in experts:
+        print(f"  E={E} memory ...", flush=True)
+        results[str(E)] = memory_one(E, args, rows)
+    method = "peak RSS (VmHWM after /proc/self/clear_refs reset) minus RSS before the step, in its own process"
+    return {"method": method + ("; glibc mmap threshold fixed at 256 KiB" if fixed_mmap else ""), "results": results}
+
+
+def _merge_memory(result: dict, memory: dict) -> None:
+    """The memory process's peaks into every regime's cells (one measurement, shown in each regime's table)."""
+    for regime in result["regimes"].values():
+        regime["memory_method"] = memory["method"]
+        for e, rows in memory["results"].items():
+            for name, numbers in rows.items():
+                if name in regime["results"].get(e, {}):
+                    regime["results"][e][name].update(numbers)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -520,7 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(torch, "_grouped_mm") and "grouped_mm" in rows:
         rows.remove("grouped_mm")
     if args.in_regime:
-        args.out.write_text(json.dumps(run_regime(args, experts, rows)) + "\n")
+        measured = run_memory(args, experts, rows) if args.in_regime == MEMORY else run_regime(args, experts, rows)
+        args.out.write_text(json.dumps(measured) + "\n")
         return 0
     regimes = [r for r in args.regimes.split(",") if r]
     bad = [r for r in regimes if r not in REGIMES]
@@ -542,6 +561,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"zoo bench moe: regime {name} failed (exit {code})", file=sys.stderr)
                 return code
             result["regimes"][name] = json.loads(part.read_text())
+        print("memory ...", flush=True)
+        part = Path(tmp) / "memory.json"
+        cmd = [sys.executable, "-m", "zoo.bench.moe", *raw, "--in-regime", MEMORY, "--out", str(part)]
+        if subprocess.call(cmd, env=env_for(None), cwd=str(REPO)) != 0:
+            print("zoo bench moe: the memory process failed", file=sys.stderr)
+            return 1
+        _merge_memory(result, json.loads(part.read_text()))
     result["targets"] = [summary(v) for v in check_targets(result)]
     out = output_path("moe", args.out, leaderboard=True)  # a full run's default: the page's folder
     result = bench.write(result, out, threads=args.threads, regime=",".join(regimes))
