@@ -93,5 +93,6 @@ def test_a_target_over_every_cell_is_shown_by_its_weakest_cell():
     result = _result(ours_ms=110, floor_ms=100, gshard_ms=300, loop_ms=120, limit_ms=100)
     contended = result["regimes"]["contended-unset"] = json.loads(json.dumps(result["regimes"]["idle-unset"]))
     contended["results"]["256"]["ours_loop"]["ms_all"] = [100.0, 101.0, 99.0, 100.5, 99.5]  # faster than ours there
-    slower = {v.target: v for v in check_targets(result)}["ours not slower than any dispatch variant the bench measures"]
+    verdicts = {v.target: v for v in check_targets(result)}
+    slower = verdicts["ours not slower than any dispatch variant the bench measures"]
     assert slower.comparison.outcome == "worse" and slower.where == "weakest of 4: ours_loop, contended-unset, E=256"
