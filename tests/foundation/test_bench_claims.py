@@ -92,5 +92,5 @@ def test_the_moe_layer_page_does_not_judge_a_file_without_provenance(tmp_path):
     assert moe_main(["--render", str(old), "--markdown", str(tmp_path / "page.md")]) == 0
     page = (tmp_path / "page.md").read_text()
     targets = page.split("## Targets", 1)[1].split("## Notes", 1)[0]
-    assert "**No benchmark record.**" in page and "— met" not in targets and "MISSED" not in targets
-    assert targets.count("not judged (no benchmark record)") == 5
+    assert "**No benchmark record.**" in page and "| met |" not in targets and "| not met |" not in targets
+    assert targets.count("| not judged (no benchmark record) | not yet judged |") == 6  # every target, no verdict

@@ -482,6 +482,18 @@ def run_memory(args, experts: list[int], rows: list[str]) -> dict:
     return {"method": method + ("; glibc mmap threshold fixed at 256 KiB" if fixed_mmap else ""), "results": results}
 
 
+def _child(raw: list[str], name: str, policy: str | None, tmp: Path) -> dict | None:
+    """Run one child process (a regime's timed steps, or the memory steps) and read what it wrote; None, after one
+    line on stderr, when it failed."""
+    part = tmp / f"{name}.json"
+    cmd = [sys.executable, "-m", "zoo.bench.moe", *raw, "--in-regime", name, "--out", str(part)]
+    code = subprocess.call(cmd, env=env_for(policy), cwd=str(REPO))
+    if code != 0 or not part.is_file():
+        print(f"zoo bench moe: the {name} process failed (exit {code})", file=sys.stderr)
+        return None
+    return json.loads(part.read_text())
+
+
 def _merge_memory(result: dict, memory: dict) -> None:
     """The memory process's peaks into every regime's cells (one measurement, shown in each regime's table)."""
     for regime in result["regimes"].values():
@@ -553,21 +565,16 @@ def main(argv: list[str] | None = None) -> int:
         for name in regimes:
             contended, policy = REGIMES[name]
             print(f"regime {name} ...", flush=True)
-            part = Path(tmp) / f"{name}.json"
-            cmd = [sys.executable, "-m", "zoo.bench.moe", *raw, "--in-regime", name, "--out", str(part)]
             with companion(args.companion_threads) if contended else nullcontext():
-                code = subprocess.call(cmd, env=env_for(policy), cwd=str(REPO))
-            if code != 0:
-                print(f"zoo bench moe: regime {name} failed (exit {code})", file=sys.stderr)
-                return code
-            result["regimes"][name] = json.loads(part.read_text())
+                measured = _child(raw, name, policy, Path(tmp))
+            if measured is None:
+                return 1
+            result["regimes"][name] = measured
         print("memory ...", flush=True)
-        part = Path(tmp) / "memory.json"
-        cmd = [sys.executable, "-m", "zoo.bench.moe", *raw, "--in-regime", MEMORY, "--out", str(part)]
-        if subprocess.call(cmd, env=env_for(None), cwd=str(REPO)) != 0:
-            print("zoo bench moe: the memory process failed", file=sys.stderr)
+        memory = _child(raw, MEMORY, None, Path(tmp))
+        if memory is None:
             return 1
-        _merge_memory(result, json.loads(part.read_text()))
+        _merge_memory(result, memory)
     result["targets"] = [summary(v) for v in check_targets(result)]
     out = output_path("moe", args.out, leaderboard=True)  # a full run's default: the page's folder
     result = bench.write(result, out, threads=args.threads, regime=",".join(regimes))

@@ -5,8 +5,9 @@ repetition i of another row are a pair (they ran side by side under the same loa
 into a gain past its bar and is judged by ``zoo.bench.claims.claim``: met when the 95 % Student-t interval of the
 mean gain lies above 0, a tie when it holds 0 (never shown as met), missed below.
 
-A target over several cells (every E of every regime) is shown by its weakest cell: the first worse one, else the
-first tie, else the one with the smallest mean gain; its ``where`` names the cell and how many cells were judged.
+A target over several cells (every E of every regime) is shown by its weakest cell: of the worse cells, else the
+ties, else the rest, the one with the smallest mean gain; its ``where`` names the cell and how many cells were
+judged.
 """
 
 from __future__ import annotations
