@@ -7,7 +7,8 @@ Methods by config (all mmdet's DINO, built from its config via the registry; see
 - ``moe: hetero``: DroneDINO: shared + task-specific + dynamic experts; ``aux_weights["task_recognition"]``
   weights the task-recognition loss (0 = the "without task-recognition" ablation).
 
-Steps return ``{"loss", "routing": {"encoder.i" / "decoder.i": Routing}}`` (validation / test: ``{"routing"}``).
+The step protocol, the aux-loss rule and the logging calls are ``zoo.task_module.MoETaskModule``'s; this module
+keeps DINO's loss, its COCO evaluation and its optimiser groups. Routings are ``{"encoder.i" / "decoder.i": Routing}``.
 Metrics (mmdet's CocoMetric per task): ``{stage}/{task}/AP``, ``AP50``, ``AP_small``, and ``{stage}/mAP`` (mean AP
 over the tasks). Backbones start from scratch unless ``backbone_weights`` names a local state dict.
 """
@@ -23,7 +24,8 @@ from torch import Tensor
 
 from zoo.callbacks.periodic_checkpoint import PeriodicCheckpoint
 from zoo.errors import ConfigError
-from zoo.moe import ROUTERS, weighted_aux_loss
+from zoo.moe import ROUTERS
+from zoo.task_module import MoETaskModule, StepLoss
 from zoo_tasks.detection.data import CLASSES
 from zoo_tasks.detection.metrics import TaskCocoMetrics, to_original
 from zoo_tasks.detection.samples import TASKS
@@ -59,7 +61,7 @@ def _quiet_init_weights(detector) -> None:
         logger.setLevel(level)
 
 
-class DroneDINOModule(pl.LightningModule):
+class DroneDINOModule(MoETaskModule):
     """mmdet DINO / DroneDINO for RGB, IR and RGB-IR detection (see the module docstring).
 
     Args:
@@ -81,6 +83,7 @@ class DroneDINOModule(pl.LightningModule):
 
     checkpoint_monitor = "val/mAP"
     checkpoint_mode = "max"
+    synced_stages = ("train", "val", "test")
 
     def __init__(
         self,
@@ -207,32 +210,27 @@ class DroneDINOModule(pl.LightningModule):
     def routings(self) -> dict:
         return dict(self.detector.moe_context.routings)
 
-    def loss_and_routing(self, batch: dict) -> tuple[Tensor, dict, dict[str, Tensor]]:
-        """Total loss (DINO's losses + weighted aux losses), the routings, and DINO's loss terms."""
+    def step_loss(self, batch: dict) -> StepLoss:
+        """DINO's losses (each term's mean, summed, as mmengine's ``parse_losses``) plus the weighted aux losses;
+        logs the total, this task's detection loss and, for DroneDINO, the task-recognition loss."""
         x, samples = self.mmdet_inputs(batch)
         losses = self.detector.loss(x, samples)
         # as mmengine's parse_losses: the mean of each term (a list of tensors: the sum of their means)
         terms = {
             k: (sum(t.mean() for t in v) if isinstance(v, list) else v.mean()) for k, v in losses.items() if "loss" in k
         }
-        loss = sum(terms.values())
         routing = self.routings()
-        if routing and any(self.aux_weights.values()):
-            loss = loss + weighted_aux_loss(routing, self.aux_weights)
-        return loss, routing, terms
-
-    # -- steps ----------------------------------------------------------------------------------------------------
-    def training_step(self, batch: dict, batch_idx: int) -> dict:
-        loss, routing, terms = self.loss_and_routing(batch)
-        bs = batch["images"].shape[0]
-        self.log("train/loss", loss, prog_bar=True, batch_size=bs, sync_dist=True)
-        self.log(f"train/{batch['task']}/det_loss", sum(terms.values()).detach(), batch_size=bs, sync_dist=True)
+        loss = self.with_aux_loss(sum(terms.values()), routing)
+        logs = {"loss": loss, f"{batch['task']}/det_loss": sum(terms.values()).detach()}
         if "task_recognition" in self.aux_weights and routing:
             tr = torch.stack([r.aux["task_recognition"] for r in routing.values() if "task_recognition" in r.aux])
-            self.log("train/task_recognition", tr.mean().detach(), batch_size=bs, sync_dist=True)
-        return {"loss": loss, "routing": routing}
+            logs["task_recognition"] = tr.mean().detach()
+        return StepLoss(loss, routing, logs, batch["images"].shape[0])
 
-    def _eval_step(self, batch: dict, stage: str) -> dict:
+    # -- evaluation -----------------------------------------------------------------------------------------------
+    def evaluate(self, batch: dict, batch_idx: int, stage: str, dataloader_idx: int = 0) -> dict:
+        """Add the batch's detections to the COCO metrics (logged at the epoch's end); on test, draw each task's
+        first image and count the dynamic experts' load per task."""
         x, samples = self.mmdet_inputs(batch)
         preds = self.detector.predict(x, samples, rescale=True)
         gt = to_original(batch["boxes"], batch["scale"])
@@ -252,22 +250,15 @@ class DroneDINOModule(pl.LightningModule):
                 counts = r.expert_counts().detach().cpu()
                 prev = self.expert_load[batch["task"]].get(name)
                 self.expert_load[batch["task"]][name] = counts if prev is None else prev + counts
-        return {"routing": routing}
-
-    def validation_step(self, batch: dict, batch_idx: int) -> dict:
-        return self._eval_step(batch, "val")
-
-    def test_step(self, batch: dict, batch_idx: int) -> dict:
-        return self._eval_step(batch, "test")
+        return routing
 
     def _log_metrics(self, stage: str) -> None:
         results = self.metrics.compute()
         self.metrics.reset()
-        for task, values in results.items():
-            for name, value in values.items():
-                self.log(f"{stage}/{task}/{name}", value, sync_dist=True)
+        values = {f"{task}/{name}": value for task, per_task in results.items() for name, value in per_task.items()}
         if results:
-            self.log(f"{stage}/mAP", sum(v["AP"] for v in results.values()) / len(results), sync_dist=True)
+            values["mAP"] = sum(v["AP"] for v in results.values()) / len(results)
+        self.log_metrics(stage, values)
 
     def on_validation_epoch_end(self) -> None:
         self._log_metrics("val")

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     while len(losses) < args.steps:
         for batch in dm.train_dataloader():
             start = time.perf_counter()
-            loss, _, _ = model.loss_and_routing(batch)
+            loss, _ = model.loss_and_routing(batch)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)

@@ -62,7 +62,7 @@ def test_two_stream_training_on_synthetic_pairs_lowers_the_loss(two_stream):
     losses = []
     for _ in range(8):
         torch.manual_seed(1)  # the same denoising queries each step: the loss change is the learning
-        loss, routing, _ = two_stream.loss_and_routing(batch)
+        loss, routing = two_stream.loss_and_routing(batch)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -72,7 +72,7 @@ def test_two_stream_training_on_synthetic_pairs_lowers_the_loss(two_stream):
 
 
 def test_every_step_routing_passes_the_router_check(two_stream):
-    loss, routing, _ = two_stream.loss_and_routing(_synthetic_batch())
+    loss, routing = two_stream.loss_and_routing(_synthetic_batch())
     assert all("task_recognition" in r.aux for r in routing.values())
     check_router_step(two_stream.detector, loss, routing)
 
