@@ -87,15 +87,13 @@ def _rss_kb(field: str) -> int | None:
 
 def _fixed_mmap_threshold() -> bool:
     """Make glibc return large freed blocks to the OS at once (fixed 256 KiB mmap threshold), so that RSS
-    follows live tensors instead of glibc's growing dynamic threshold keeping them resident; and give back the free
-    memory the heap holds now (``malloc_trim``), so that reusing it shows in the RSS again."""
+    follows live tensors instead of glibc's growing dynamic threshold keeping them resident. Called once, at the
+    start of the memory process, before anything is allocated."""
     try:
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6")
-        fixed = bool(libc.mallopt(-3, 256 * 1024)) and bool(libc.mallopt(-1, 1024 * 1024))
-        libc.malloc_trim(0)
-        return fixed
+        return bool(libc.mallopt(-3, 256 * 1024)) and bool(libc.mallopt(-1, 1024 * 1024))
     except (OSError, AttributeError):
         return False
 
@@ -215,8 +213,8 @@ def bench_one(E: int, args, rows: list[str]) -> dict:
 
 
 def memory_one(E: int, args, rows: list[str]) -> dict:
-    """Every row's peak memory at one E, after the timed steps of every E and with glibc's mmap threshold fixed
-    (``_fixed_mmap_threshold``): one warm-up step, then one step with the kernel's gradient cache emptied first (a
+    """Every row's peak memory at one E, in the memory process (no timed steps run there) with glibc's mmap
+    threshold fixed (``_fixed_mmap_threshold``): one warm-up step, then one step with the kernel's gradient cache emptied first (a
     step's own working set); for ours one more step with the cache it filled kept (its steady peak counts it)."""
     models = build(E, args.dim, args.hidden, args.top_k, _rows_for(E, args, rows))
     x, g = _inputs(args)
