@@ -8,10 +8,8 @@ operations the step issues, each of which pays a fixed cost (dispatch, allocatio
 size. The step runs ``zoo.moe``'s experts on the Python loop of ``zoo.moe.segment_mm``
 (``segment_kernel.forced_off``): the same GEMMs as the C++ kernel, issued as ATen calls the counter sees (the kernel's
 GEMMs run on OpenMP workers, which would have to re-enter the Python counter and cannot). Environment simulation
-(MuJoCo) is not counted either. So ``calls`` counts each expert segment's GEMM as one call, as the loop issues them,
-beside the views that cut its operands out of the stacked tensors (``select`` / ``slice`` / ``t``, a few calls per
-segment); the kernel issues the same GEMMs and views from C++, one set per segment piece. The count therefore
-stands for the dispatcher's work, not for Python overhead.
+(MuJoCo) is not counted either. So ``calls`` counts each expert segment's GEMM as one call, as the loop issues them;
+the kernel issues the same GEMMs, one per segment piece, without the dispatcher.
 
 Why not ``FlopCounterMode`` itself: it tracks modules with backward hooks that ``torch.autograd.grad`` on leaf
 parameters refuses (SPHERE's PPO update takes its gradients that way), and the per-module split is not needed here;
