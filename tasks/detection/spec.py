@@ -131,8 +131,10 @@ DRONEDINO = TaskSpec(
     ),
 )
 
-# The page's own sections (``zoo.leaderboard.tables``): the dynamic-expert load per task, then the detection figures.
+# The page's own sections (``zoo.leaderboard.tables``): the dynamic-expert load per task, the step time (from
+# ``zoo bench dronedino-step`` records), then the detection figures.
 TABLES = (
     Section("zoo_tasks.detection.tables:expert_load"),
+    Section("zoo_tasks.detection.tables:step_time"),
     Examples("Detections on the first test image of each task (ground truth green, predictions red with scores)"),
 )

@@ -1,4 +1,5 @@
-"""DroneDINO's own page section (declared in ``spec.TABLES``): dynamic-expert load per task (over-activation).
+"""DroneDINO's own page sections (declared in ``spec.TABLES``): dynamic-expert load per task (over-activation), and
+the step time and learning check of ``zoo bench dronedino-step`` from its records.
 
 Each MoE record's ``extra.expert_load_per_task`` holds, per task and MoE layer, the share of the test tokens'
 top-k slots that went to each dynamic expert. Over-activation (the paper's claim): in a plain top-k MoE trained
@@ -14,11 +15,14 @@ and figure panels whose runs the page marks ° (not written by the current code 
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
+from zoo.bench.claims import has_provenance, provenance_line, read_records
 from zoo.leaderboard.numbers import fmt_value
 from zoo.utils.figures import pyplot, save_figure
 
@@ -82,6 +86,56 @@ def expert_load(page) -> list[str]:
             "figure's panels of those runs say so in their titles."
         )
     return [*lines, "", *distance]
+
+
+STEP_BENCH = "dronedino-step"
+SETTING_KEYS = ("moe", "tasks", "size", "batch", "max_images", "steps", "threads")
+
+
+def _newest_per_setting(leaderboard: Path) -> list[tuple[Path, dict]]:
+    """The newest ``zoo bench dronedino-step`` record with provenance of each distinct setting, by setting."""
+    newest: dict[tuple, tuple[Path, dict]] = {}
+    for path, record in read_records(STEP_BENCH, leaderboard):
+        if not has_provenance(record):
+            continue
+        key = tuple(record["settings"].get(k) for k in SETTING_KEYS)
+        if key not in newest or record.get("date", "") > newest[key][1].get("date", ""):
+            newest[key] = (path, record)
+    return [newest[k] for k in sorted(newest, key=str)]
+
+
+def _losses(pairs: list) -> str:
+    return ", ".join(f"{loss:g}" for _, loss in pairs)
+
+
+def step_time(page) -> list[str]:
+    """Seconds per DroneDINO training step and inference batch, and the first and last losses of short fits on the
+    real images, from the newest ``zoo bench dronedino-step`` record of each setting, each with its provenance."""
+    found = _newest_per_setting(page.leaderboard)
+    if not found:
+        return []
+    lines = [
+        f"## Step time and a learning check (`zoo bench {STEP_BENCH}`)",
+        "",
+        "Training steps of the real model on real images (forward, backward, AdamW, gradient clipping), in one "
+        "process; inference = one `predict` batch after training. Loss: DINO's total, first and last 4 steps.",
+        "",
+        "| model | tasks | size | batch | images per task | threads | params (M) | s / step (median; each) "
+        "| inference s / batch | loss, first 4 → last 4 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    sources = []
+    for n, (path, record) in enumerate(found, 1):
+        s, steps = record["settings"], record["step_s"]
+        each = ", ".join(f"{t:.2f}" for t in steps[:5]) + (", …" if len(steps) > 5 else "")
+        losses = record["losses"]
+        lines.append(
+            f"| {s['moe']} [{n}] | {s['tasks']} | {s['size']} | {s['batch']} | {s.get('max_images') or 'all'} | "
+            f"{s['threads']} | {record['params_m']:.1f} | {statistics.median(steps):.2f} ({each}) | "
+            f"{record['inference_s']:.2f} | {_losses(losses[:4])} → {_losses(losses[-4:])} |"
+        )
+        sources.append(f"{n}. {provenance_line(path, record, page.leaderboard)}")
+    return [*lines, "", *sources, ""]
 
 
 def plot_expert_load(records, path, current: Callable) -> None:
