@@ -89,6 +89,7 @@ def expert_load(page) -> list[str]:
 
 
 STEP_BENCH = "dronedino-step"
+MODELS = {"none": "dense DINO", "topk": "top-k MoE DINO", "hetero": "DroneDINO"}  # the bench's --moe
 SETTING_KEYS = ("moe", "tasks", "size", "batch", "max_images", "steps", "threads")
 
 
@@ -101,11 +102,14 @@ def _newest_per_setting(leaderboard: Path) -> list[tuple[Path, dict]]:
         key = tuple(record["settings"].get(k) for k in SETTING_KEYS)
         if key not in newest or record.get("date", "") > newest[key][1].get("date", ""):
             newest[key] = (path, record)
-    return [newest[k] for k in sorted(newest, key=str)]
+    order = sorted(newest, key=lambda k: (-(k[2] or 0), str(k[1]), str(k[0])))  # largest images first
+    return [newest[k] for k in order]
 
 
 def _losses(pairs: list) -> str:
-    return ", ".join(f"{loss:g}" for _, loss in pairs)
+    """``[(task, loss), ...]`` as the page shows them: all of a short fit's, else the first 4 → the last 4."""
+    shown = lambda part: ", ".join(f"{loss:g}" for _, loss in part)  # noqa: E731
+    return shown(pairs) if len(pairs) <= 8 else f"{shown(pairs[:4])} → {shown(pairs[-4:])}"
 
 
 def step_time(page) -> list[str]:
@@ -118,21 +122,21 @@ def step_time(page) -> list[str]:
         f"## Step time and a learning check (`zoo bench {STEP_BENCH}`)",
         "",
         "Training steps of the real model on real images (forward, backward, AdamW, gradient clipping), in one "
-        "process; inference = one `predict` batch after training. Loss: DINO's total, first and last 4 steps.",
+        "process; inference = one `predict` batch after training. Loss: DINO's total of each step.",
         "",
         "| model | tasks | size | batch | images per task | threads | params (M) | s / step (median; each) "
-        "| inference s / batch | loss, first 4 → last 4 |",
+        "| inference s / batch | loss (each step; a longer fit: first 4 → last 4) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     sources = []
     for n, (path, record) in enumerate(found, 1):
         s, steps = record["settings"], record["step_s"]
         each = ", ".join(f"{t:.2f}" for t in steps[:5]) + (", …" if len(steps) > 5 else "")
-        losses = record["losses"]
+        model, images = MODELS.get(s["moe"], s["moe"]), s.get("max_images") or "all"
         lines.append(
-            f"| {s['moe']} [{n}] | {s['tasks']} | {s['size']} | {s['batch']} | {s.get('max_images') or 'all'} | "
+            f"| {model} [{n}] | {s['tasks']} | {s['size']} | {s['batch']} | {images} | "
             f"{s['threads']} | {record['params_m']:.1f} | {statistics.median(steps):.2f} ({each}) | "
-            f"{record['inference_s']:.2f} | {_losses(losses[:4])} → {_losses(losses[-4:])} |"
+            f"{record['inference_s']:.2f} | {_losses(record['losses'])} |"
         )
         sources.append(f"{n}. {provenance_line(path, record, page.leaderboard)}")
     return [*lines, "", *sources, ""]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import zoo_tasks.detection.tables as tables
@@ -79,3 +80,27 @@ def test_rows_and_panels_of_runs_that_are_not_current_carry_the_pages_mark(tmp_p
     )
     plot_expert_load(records, tmp_path / LOAD_FIGURE, current=only_topk_current)
     assert titles["t"] == ["dronedino, IR+RGB 4:1 ° (not the current code or settings)", "unified_topk, IR+RGB 4:1"]
+
+
+def _step_record(leaderboard, name, date, moe, size, steps, losses):
+    """A ``zoo bench dronedino-step`` record file with provenance (the numbers are made up: this tests the renderer)."""
+    folder = leaderboard / "results" / "bench" / "dronedino-step"
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = {"moe": moe, "tasks": "ir,rgb", "size": size, "batch": 4, "steps": len(steps), "max_images": None,
+                "threads": 1}  # fmt: skip
+    record = {"bench": "dronedino-step", "date": date, "commit": "c" * 40, "source_hash": "s" * 64,
+              "machine": {"cpu": "cpu"}, "command": f"zoo bench dronedino-step --moe {moe}", "settings": settings,
+              "params_m": 23.2, "step_s": steps, "inference_s": 1.5, "losses": [["ir", x] for x in losses]}  # fmt: skip
+    (folder / name).write_text(json.dumps(record))
+
+
+def test_the_step_time_section_is_the_newest_record_of_each_setting_with_its_provenance(tmp_path):
+    assert "Step time" not in expert_load_tables([], tmp_path, _all_current)  # no record, no section
+    _step_record(tmp_path, "old.json", "2026-01-01T00:00:00Z", "hetero", 320, [9.0, 9.0, 9.0], [20, 19, 18])
+    _step_record(tmp_path, "new.json", "2026-02-01T00:00:00Z", "hetero", 320, [6.0, 5.0, 7.0], [18, 17, 16])
+    _step_record(tmp_path, "learn.json", "2026-01-15T00:00:00Z", "none", 128, [1.0] * 10, list(range(20, 10, -1)))
+    text = expert_load_tables([], tmp_path, _all_current)
+    assert "| DroneDINO [1] | ir,rgb | 320 | 4 | all | 1 | 23.2 | 6.00 (6.00, 5.00, 7.00) | 1.50 | 18, 17, 16 |" in text
+    assert "| dense DINO [2] | ir,rgb | 128 |" in text and "| 20, 19, 18, 17 → 14, 13, 12, 11 |" in text
+    assert "9.00" not in text  # the older record of the same setting is not shown
+    assert "1. Record [`results/bench/dronedino-step/new.json`]" in text
