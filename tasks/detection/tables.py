@@ -106,10 +106,13 @@ def _newest_per_setting(leaderboard: Path) -> list[tuple[Path, dict]]:
     return [newest[k] for k in order]
 
 
+def _joined(pairs: list) -> str:
+    return ", ".join(f"{loss:g}" for _, loss in pairs)
+
+
 def _losses(pairs: list) -> str:
-    """``[(task, loss), ...]`` as the page shows them: all of a short fit's, else the first 4 → the last 4."""
-    shown = lambda part: ", ".join(f"{loss:g}" for _, loss in part)  # noqa: E731
-    return shown(pairs) if len(pairs) <= 8 else f"{shown(pairs[:4])} → {shown(pairs[-4:])}"
+    """A record's ``[(task, loss), ...]`` as the page shows them: a short fit's all, else first 4 → last 4."""
+    return _joined(pairs) if len(pairs) <= 8 else f"{_joined(pairs[:4])} → {_joined(pairs[-4:])}"
 
 
 def step_time(page) -> list[str]:
