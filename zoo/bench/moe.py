@@ -214,8 +214,9 @@ def bench_one(E: int, args, rows: list[str]) -> dict:
 
 def memory_one(E: int, args, rows: list[str]) -> dict:
     """Every row's peak memory at one E, in the memory process (no timed steps run there) with glibc's mmap
-    threshold fixed (``_fixed_mmap_threshold``): one warm-up step, then one step with the kernel's gradient cache emptied first (a
-    step's own working set); for ours one more step with the cache it filled kept (its steady peak counts it)."""
+    threshold fixed (``_fixed_mmap_threshold``): one warm-up step, then one step with the kernel's gradient cache
+    emptied first (a step's own working set); for ours one more step with the cache it filled kept (its steady peak
+    counts it)."""
     models = build(E, args.dim, args.hidden, args.top_k, _rows_for(E, args, rows))
     x, g = _inputs(args)
     out = {}
