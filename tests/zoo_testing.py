@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import pytorch_lightning as pl
+from zoo_forkserver import SWITCH as FORK_SERVER_SWITCH
+from zoo_forkserver import ForkServer
 
 from zoo.conformance import fit_parser  # noqa: F401 (the tests import it from here)
 
@@ -57,18 +59,20 @@ def hang_guard(seconds: float) -> float:
     return seconds * scale
 
 
+_FORK_SERVER = ForkServer()
+
+
 def run_zoo(
     args: list[str], env: dict[str, str], cwd: Path, timeout: float | None = None
 ) -> subprocess.CompletedProcess:
-    """Run ``python -m zoo.cli.main ARGS`` (what the ``zoo`` script does) and capture its output. ``timeout``: the
-    hang guard, ``hang_guard(300)`` unless given."""
+    """Run ``python -m zoo.cli.main ARGS`` (what the ``zoo`` script does) as a process of its own and capture its
+    output. ``timeout``: the hang guard, ``hang_guard(300)`` unless given. The process is forked from a server that
+    has imported torch and Lightning already (``zoo_forkserver``), unless ``$ZOO_TEST_FORK_SERVER`` is ``0``."""
+    timeout = hang_guard(300) if timeout is None else timeout
+    if os.environ.get(FORK_SERVER_SWITCH, "1") != "0":
+        return _FORK_SERVER.run(args, env, cwd, timeout)
     return subprocess.run(
-        [sys.executable, "-m", "zoo.cli.main", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=hang_guard(300) if timeout is None else timeout,
+        [sys.executable, "-m", "zoo.cli.main", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
     )
 
 

@@ -4,8 +4,8 @@ same global batch, and their checkpoints are world-size free.
 
 - world 2 (ep_size 2, batch 32 a rank) ends where world 1 (two accumulated batches of 32) ends: the validation loss
   and accuracy, and every tensor of the last checkpoint (saved in the one-process layout), within float tolerance;
-- resharding: a run saved at world 2 resumes at world 1 (``--ckpt_path last``) and a run saved at world 1 resumes
-  at world 2; both end where three uninterrupted epochs at world 1 end;
+- resharding: a run saved at world 2 resumes at world 1 (``--ckpt_path`` its last checkpoint) and a run saved at
+  world 1 resumes at world 2; both end where three uninterrupted epochs at world 1 end;
 - Adam's state gathers into the one-process layout and shards back exactly (``zoo.distributed.optimizer_state``);
 - a model without ``zoo.moe.MoE`` layers is refused in one line;
 - memory: each process builds only its experts (``zoo.distributed.local_build``), so experts over one process's
@@ -72,15 +72,19 @@ WORLD_1 = [
 ]
 
 
-def _fit(env, cwd, folder: str, world: list[str], epochs: int, resume: bool = False) -> None:
+def _fit(env, cwd, folder: str, world: list[str], epochs: int, ckpt: str | None = None) -> None:
     args = [*COMMON, *world, "--trainer.max_epochs", str(epochs), "--trainer.default_root_dir", folder]
-    done = run_zoo([*args, *(["--ckpt_path", "last"] if resume else [])], env, cwd)
+    done = run_zoo([*args, *(["--ckpt_path", ckpt] if ckpt else [])], env, cwd)
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def _metrics(run_dir) -> dict:
+def _run_fit(run_dir) -> dict:
     files = sorted((run_dir / "lightning_logs").glob("version_*/run_fit.json"))
-    return json.loads(files[-1].read_text())["metrics"]
+    return json.loads(files[-1].read_text())
+
+
+def _metrics(run_dir) -> dict:
+    return _run_fit(run_dir)["metrics"]
 
 
 def _weights(run_dir) -> dict:
@@ -111,9 +115,10 @@ def runs(tmp_path_factory, plugin_site):
     _fit(env, cwd, "one", WORLD_1, 2)
     _fit(env, cwd, "two", WORLD_2, 2)
     _fit(env, cwd, "straight", WORLD_1, 3)
-    for first, then, folder in ((WORLD_2, WORLD_1, "two_then_one"), (WORLD_1, WORLD_2, "one_then_two")):
-        _fit(env, cwd, folder, first, 2)
-        _fit(env, cwd, folder, then, 3, resume=True)
+    # each resumed run starts from the other world size's two-epoch checkpoint (those two epochs are not fitted
+    # again) and fits its third epoch at its own world size, in a folder of its own
+    for first, then, folder in (("two", WORLD_1, "two_then_one"), ("one", WORLD_2, "one_then_two")):
+        _fit(env, cwd, folder, then, 3, ckpt=str(cwd / first / "checkpoints" / "last.ckpt"))
     return cwd
 
 
@@ -124,6 +129,7 @@ def test_world_2_expert_parallel_ends_where_world_1_ends(runs):
 
 @pytest.mark.parametrize("folder", ["two_then_one", "one_then_two"])
 def test_a_run_resumes_at_the_other_world_size(runs, folder):
+    assert _run_fit(runs / folder)["wall_time_before_resume_s"] > 0  # it went on from the checkpoint
     _same_end(runs / "straight", runs / folder)
 
 

@@ -5,7 +5,6 @@ without a checkpoint refuses instead of scoring an untrained model (issue 17 ite
 import re
 import shlex
 import subprocess
-import sys
 
 import pytest
 from zoo_testing import REPO, TOY_PLUGIN, run_zoo
@@ -47,13 +46,7 @@ def test_runs_get_their_own_folder_and_resume_only_their_own_config(zoo_env, tmp
         assert noise not in first.stderr
 
     # the printed test command works (later, `zoo test` without a checkpoint refuses)
-    test = subprocess.run(
-        [sys.executable, "-m", "zoo.cli.main", *shlex.split(test_line.split(": ", 1)[1])[1:]],
-        env=zoo_env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
+    test = run_zoo(shlex.split(test_line.split(": ", 1)[1])[1:], zoo_env, tmp_path)
     assert test.returncode == 0 and "test/acc" in test.stdout, test.stderr[-3000:]
 
     other = run_zoo(_fit(b), zoo_env, tmp_path)
