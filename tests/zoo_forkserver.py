@@ -42,8 +42,14 @@ class ForkServer:
     def _start(self) -> subprocess.Popen:
         if self._server is None or self._server.poll() is not None:
             env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+            # -P: this folder stays off sys.path (tests/ holds folders such as utils/ and nn/ that could shadow a
+            # package while the server imports); the child sets the sys.path of `python -m` itself
             self._server = subprocess.Popen(
-                [sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=Path.home()
+                [sys.executable, "-P", __file__],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+                cwd=tempfile.gettempdir(),
             )
             self._pending = b""
         return self._server
