@@ -219,9 +219,10 @@ class DroneDINOModule(MoETaskModule):
         terms = {
             k: (sum(t.mean() for t in v) if isinstance(v, list) else v.mean()) for k, v in losses.items() if "loss" in k
         }
+        det_loss = sum(terms.values())
         routing = self.routings()
-        loss = self.with_aux_loss(sum(terms.values()), routing)
-        logs = {"loss": loss, f"{batch['task']}/det_loss": sum(terms.values()).detach()}
+        loss = self.with_aux_loss(det_loss, routing)
+        logs = {"loss": loss, f"{batch['task']}/det_loss": det_loss.detach()}
         if "task_recognition" in self.aux_weights and routing:
             tr = torch.stack([r.aux["task_recognition"] for r in routing.values() if "task_recognition" in r.aux])
             logs["task_recognition"] = tr.mean().detach()
