@@ -149,6 +149,16 @@ def test_the_page_is_rendered_from_the_records_alone(tmp_path):
     assert rows and not any(re.search(r"\d", line) for line in rows)  # no record, no number
 
 
+def test_the_step_ratio_is_the_median_of_the_pairs_not_the_ratio_of_two_medians_of_other_batches(tmp_path):
+    # batches of very different cost, as WestWorld's robots: each pair (one batch) is 1.1x, but the two medians
+    # come from different batches and their ratio (300 / 500) would read 0.6x
+    ragged = _record("ragged", [110.0, 1100.0, 300.0], [100.0, 1000.0, 500.0])
+    assert ragged["regimes"]["idle-unset"]["ratio"] == 0.6
+    assert page.step_ratio(ragged["regimes"]["idle-unset"]) == 1.1
+    text = page.render_page({("ragged", "idle-unset"): (tmp_path / "r.json", ragged)}, ["ragged"], tmp_path)
+    assert "| ragged | M vs T (D) | 300 | 500 | 1.10× |" in text
+
+
 def test_an_idle_run_and_a_later_contended_run_are_both_on_the_page(tmp_path):
     idle = _record("fast", [11.0, 12.0, 13.0], [10.0, 10.0, 10.0])
     contended = _record("fast", [22.0, 26.0, 24.0], [20.0, 20.0, 20.0])
