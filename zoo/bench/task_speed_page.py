@@ -14,6 +14,7 @@ it (more time per FLOP).
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 from zoo.bench.claims import claim, claims_table, no_record, provenance_line
@@ -65,11 +66,8 @@ Entry = tuple[Path, dict]  # a record file and its record
 def step_ratio(numbers: dict) -> float:
     """MoE step / twin step: the median of the interleaved pairs' ratios (each pair ran the same batch), or, for a
     record without pairs, the ratio of the two median times."""
-    pairs = sorted(numbers.get("pair_ratios") or [])
-    if not pairs:
-        return numbers["ratio"]
-    middle = len(pairs) // 2
-    return pairs[middle] if len(pairs) % 2 else (pairs[middle - 1] + pairs[middle]) / 2
+    pairs = numbers.get("pair_ratios")
+    return statistics.median(pairs) if pairs else numbers["ratio"]
 
 
 def record_regimes(record: dict) -> list[str]:
@@ -249,25 +247,25 @@ def bound_line(task: str, record: dict, flops: dict | None = None) -> str | None
     if judged is None or judged.met or judged.comparison.outcome == TOO_FEW:
         return None  # met, or too few pairs to judge (the Targets row says so)
     numbers = record["regimes"][regime]
-    env = "env_share" in numbers
-    if (numbers["env_share"] >= TARGET_ENV_SHARE) if env else (step_ratio(numbers) <= TARGET_RATIO):
+    env, ratio = "env_share" in numbers, step_ratio(numbers)
+    if (numbers["env_share"] >= TARGET_ENV_SHARE) if env else (ratio <= TARGET_RATIO):
         return _tie_line(task, regime, numbers, flops, env)
     split = numbers["moe"].get("split")
     if not split:
-        return f"- **{task}**: {step_ratio(numbers):.2f}× ({regime}); no phase split was measured."
+        return f"- **{task}**: {ratio:.2f}× ({regime}); no phase split was measured."
     step = split["profiled_step_ms"]
     phases = split["phases"]
     overhead = sum(phases[p]["forward_ms"] + phases[p]["backward_ms"] for p in OVERHEAD) / step
     gemms = (phases["experts"]["forward_ms"] + phases["experts"]["backward_ms"]) / step
     unseen = [PHASE_LABELS[p] for p in PHASES if not phases[p]["ranges"]]
-    without = step_ratio(numbers) * (1 - overhead)  # the step ratio with the profiled overhead share taken out
+    without = ratio * (1 - overhead)  # the step ratio with the profiled overhead share taken out
     calls = (
         f"{split['routing_calls']} routing call(s) of {split['tokens_per_call']:.0f} tokens on average"
         if (split.get("tokens_per_call"))
         else "no zoo.moe router call seen"
     )
     text = (
-        f"- **{task}** ({step_ratio(numbers):.2f}× the twin's step, {regime}): routing + dispatch + combine take "
+        f"- **{task}** ({ratio:.2f}× the twin's step, {regime}): routing + dispatch + combine take "
         f"{overhead:.0%} of the profiled MoE step ({calls}), the expert GEMMs {gemms:.0%}"
         + (f" (not seen: {', '.join(unseen)})" if unseen else "")
         + f"; without routing, dispatch and combine the step would be {without:.2f}× the twin's: "
