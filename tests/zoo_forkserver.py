@@ -1,7 +1,7 @@
 """A fork server for the suite's ``zoo`` processes: ``zoo_testing.run_zoo`` runs its commands through it.
 
 Most of a tiny ``zoo fit`` in a fresh interpreter is spent importing torch, Lightning and torchmetrics (seconds
-idle, about twice that on a loaded 2-core machine), and the suite starts a ``zoo`` process over a hundred times. The
+idle, about twice that on a loaded 2-core machine), and 16 of the suite's files start ``zoo`` processes. The
 server (this file run as a script, one per pytest worker) imports those third-party packages once, then forks a
 child per command. The child is a process of its own, as with ``subprocess.run``: its own environment, working
 directory, ``sys.path`` (the request's ``PYTHONPATH``), argv, stdin from /dev/null, stdout and stderr to files, and
@@ -151,9 +151,9 @@ def _child(request: dict, base_path: list[str], default_threads: int) -> None:
 
 
 def _serve() -> None:
-    here = os.path.dirname(os.path.abspath(__file__))
+    # sys.path of a plain interpreter (-P kept this folder off it), less the PYTHONPATH this server started with
     started_with = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    base_path = [p for p in sys.path if p and os.path.abspath(p) != here and p not in started_with]
+    base_path = [p for p in sys.path if p and p not in started_with]
     import pytorch_lightning  # noqa: F401  (the imports this server is for)
     import pytorch_lightning.cli  # noqa: F401
     import torch

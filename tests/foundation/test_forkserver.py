@@ -6,28 +6,21 @@ zoo.cli.main`` would be: the same exit status and output, the request's environm
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
+from zoo_forkserver import SWITCH as FORK_SERVER_SWITCH
 from zoo_forkserver import ForkServer
 from zoo_testing import run_zoo
 
 SERVER = ForkServer()
 
 
-def _both(args, env, cwd):
-    forked = SERVER.run(args, env, cwd, timeout=600)
-    fresh = subprocess.run(
-        [sys.executable, "-m", "zoo.cli.main", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600
-    )
-    return forked, fresh
-
-
 @pytest.mark.slow(reason="starts three fresh interpreters to compare the forked processes with")
-def test_a_forked_zoo_process_says_and_exits_what_a_fresh_one_does(zoo_env, tmp_path):
+def test_a_forked_zoo_process_says_and_exits_what_a_fresh_one_does(zoo_env, tmp_path, monkeypatch):
     (tmp_path / "bad.yaml").write_text("model: [unclosed\n")
+    monkeypatch.setenv(FORK_SERVER_SWITCH, "0")  # run_zoo: a fresh interpreter per command
     for args in (["list"], ["fit", "--config", "bad.yaml"], ["fit", "--task", "no_such_task"]):
-        forked, fresh = _both(args, zoo_env, tmp_path)
+        forked, fresh = SERVER.run(args, zoo_env, tmp_path, timeout=600), run_zoo(args, zoo_env, tmp_path, timeout=600)
         assert (forked.returncode, forked.stdout, forked.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
         assert forked.stdout or forked.stderr
 
