@@ -1,11 +1,13 @@
 """The training / evaluation loop shared by every forecaster of this task (SEER, its dense twin, PatchTST).
 
-A subclass builds ``self.net``: a module mapping x ``(B, L, C)`` to a :class:`Forecast` (the forecast
+A subclass names its network class (``build_network``), built as ``self.net`` from the model's other init
+args: a module mapping x ``(B, L, C)`` to a :class:`Forecast` (the forecast
 ``(B, H, C)``, the routing of its mixtures, their weighted aux loss, and detached task diagnostics).
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -66,8 +68,15 @@ def check_probability(**rates: float) -> None:
             raise ConfigError(f"model.init_args.{name} must be in [0, 1), got {value}")
 
 
+def network_defaults(build) -> dict:
+    """The keyword defaults of a network class's signature."""
+    params = inspect.signature(build).parameters.values()
+    return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+
 class Forecaster(MoETaskModule):
-    """Base LightningModule: MAE or MSE training loss, Adam with TFB's ``type3`` schedule (constant for 4
+    """Base LightningModule around a forecasting network (``build_network``, built from the init args this class
+    does not take): MAE or MSE training loss, Adam with TFB's ``type3`` schedule (constant for 4
     epochs, then x0.9 per epoch), early stopping on ``val/loss``, and a test pass that also evaluates
     seeded corruptions of the inputs (``test/mse_missing``, ``test/mse_spike``, ``test/mse_noise``, ...).
 
@@ -94,9 +103,11 @@ class Forecaster(MoETaskModule):
         noise_std: float = 0.3,
         corruption_seed: int = 0,
         checkpoint_every_s: float | None = 300.0,
+        **network,
     ):
         super().__init__()
-        self.save_hyperparameters()  # from this frame up: the subclass's own arguments and these
+        network = {**network_defaults(self.build_network), **network}  # saved whole, as a config would give it
+        self.save_hyperparameters()  # from this frame up: the subclass's own arguments, these and ``network``
         if loss not in LOSSES:
             raise ConfigError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
         if not (lr > 0 and math.isfinite(lr)):
@@ -117,6 +128,14 @@ class Forecaster(MoETaskModule):
         self.test_mae = torch.nn.ModuleDict({k: MeanAbsoluteError() for k in self.test_conditions})
         self._stream: CorruptionStream | None = None
         self._test_stats: dict[str, dict[str, Tensor]] = {}
+        self.net = self.build_network(**network)
+
+    @staticmethod
+    def build_network(**network) -> torch.nn.Module:
+        """The forecasting network built from the model's remaining init args: a subclass sets this to its network
+        class (``build_network = staticmethod(SEERNet)``), and LightningCLI reads that class's signature as the
+        model's own (jsonargparse resolves ``**network`` through this call), so no wrapper repeats it."""
+        raise NotImplementedError("a Forecaster subclass sets build_network to its network class")
 
     # ------------------------------------------------------------------ forward
     def forward(self, x: Tensor) -> Tensor:

@@ -32,9 +32,9 @@ class PatchTSTNet(nn.Module):
 
     def __init__(
         self,
-        seq_len: int,
-        pred_len: int,
-        num_channels: int | None,
+        seq_len: int = 96,
+        pred_len: int = 96,
+        num_channels: int | None = None,
         d_model: int = 256,
         n_heads: int = 16,
         d_ff: int = 512,
@@ -74,28 +74,9 @@ class PatchTSTNet(nn.Module):
 
 
 class PatchTSTForecaster(Forecaster):
-    """LightningModule for :class:`PatchTSTNet` (MSE training loss as in the paper; same training loop, early
-    stopping and corrupted-input test as SEER; ``training`` holds the other settings of
-    :class:`~zoo_tasks.timeseries.forecaster.Forecaster`). Batches are (x (B, seq_len, C), y (B, pred_len, C)).
+    """LightningModule for :class:`PatchTSTNet` (its config trains with the paper's MSE loss; same training loop, early
+    stopping and corrupted-input test as SEER; the network's arguments and the other settings of
+    :class:`~zoo_tasks.timeseries.forecaster.Forecaster` are this model's too). Batches are (x (B, seq_len, C), y (B, pred_len, C)).
     ``num_channels=None`` (the default) is the data's: ``zoo fit`` fills it from ``model_shapes()``."""
 
-    def __init__(
-        self,
-        seq_len: int = 96,
-        pred_len: int = 96,
-        num_channels: int | None = None,
-        d_model: int = 256,
-        n_heads: int = 16,
-        d_ff: int = 512,
-        e_layers: int = 2,
-        patch_len: int = 16,
-        stride: int = 8,
-        dropout: float = 0.2,
-        head_dropout: float = 0.0,
-        loss: str = "mse",
-        **training,
-    ):
-        super().__init__(loss=loss, **training)
-        self.net = PatchTSTNet(
-            seq_len, pred_len, num_channels, d_model, n_heads, d_ff, e_layers, patch_len, stride, dropout, head_dropout
-        )
+    build_network = staticmethod(PatchTSTNet)

@@ -165,9 +165,9 @@ class SEERNet(nn.Module):
 
     def __init__(
         self,
-        seq_len: int,
-        pred_len: int,
-        num_channels: int | None,
+        seq_len: int = 96,
+        pred_len: int = 96,
+        num_channels: int | None = None,
         d_model: int = 256,
         n_heads: int = 16,
         d_ff: int = 512,
@@ -250,59 +250,9 @@ class SEERForecaster(Forecaster):
     d_ff 512, 16 heads, 1 causal + 1 full layer, 8 experts top-2, patch 16 stride 8, threshold 0.5, MAE loss,
     lr 1e-4. ``router`` / ``router_kwargs`` choose the patch mixture's router (default the reference's
     ``"noisy_topk"``; ``"expert_choice"`` does not apply, see :class:`AugmentedPatchEmbedding`). See
-    :class:`SEERNet`; ``training`` holds the loss, optimiser, early-stopping and corruption settings of
-    :class:`~zoo_tasks.timeseries.forecaster.Forecaster`. ``num_channels=None`` (the default) is the data's:
-    ``zoo fit`` fills it from ``ForecastingDataModule.model_shapes()``.
+    :class:`SEERNet`, whose arguments this model takes as its own, beside the loss, optimiser, early-stopping and
+    corruption settings of :class:`~zoo_tasks.timeseries.forecaster.Forecaster`. ``num_channels=None`` (the
+    default) is the data's: ``zoo fit`` fills it from ``ForecastingDataModule.model_shapes()``.
     """
 
-    def __init__(
-        self,
-        seq_len: int = 96,
-        pred_len: int = 96,
-        num_channels: int | None = None,
-        d_model: int = 256,
-        n_heads: int = 16,
-        d_ff: int = 512,
-        e_layers: int = 1,
-        patch_len: int = 16,
-        stride: int = 8,
-        num_experts: int = 8,
-        top_k: int = 2,
-        d_score: int = 32,
-        score_threshold: float = 0.5,
-        aux_weight: float = 1.0,
-        dropout: float = 0.0,
-        head_dropout: float = 0.1,
-        head_scaling: float = 0.5,
-        moe_embedding: bool = True,
-        patch_replacement: bool = True,
-        replacement_gradient: str = "reference",
-        router: str = "noisy_topk",
-        router_kwargs: dict | None = None,
-        **training,
-    ):
-        super().__init__(**training)
-        self.net = SEERNet(
-            seq_len,
-            pred_len,
-            num_channels,
-            d_model,
-            n_heads,
-            d_ff,
-            e_layers,
-            patch_len,
-            stride,
-            num_experts,
-            top_k,
-            d_score,
-            score_threshold,
-            aux_weight,
-            dropout,
-            head_dropout,
-            head_scaling,
-            moe_embedding,
-            patch_replacement,
-            replacement_gradient,
-            router,
-            router_kwargs,
-        )
+    build_network = staticmethod(SEERNet)

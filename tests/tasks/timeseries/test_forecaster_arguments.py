@@ -1,0 +1,47 @@
+"""A forecaster's config arguments are its network's plus the shared training settings, written once: SEER's and
+PatchTST's LightningModules name their network class (``build_network``) and repeat none of its signature, and
+LightningCLI still reads every argument, default and type from the network (jsonargparse resolves ``**network``)."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from jsonargparse import ArgumentParser
+
+from zoo_tasks.timeseries.forecaster import Forecaster
+from zoo_tasks.timeseries.patchtst import PatchTSTForecaster, PatchTSTNet
+from zoo_tasks.timeseries.seer import SEERForecaster, SEERNet
+
+PAIRS = [(SEERForecaster, SEERNet), (PatchTSTForecaster, PatchTSTNet)]
+
+
+def _defaults(fn) -> dict:
+    params = inspect.signature(fn).parameters.values()
+    return {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD}
+
+
+def config_defaults(model_class) -> dict:
+    parser = ArgumentParser(exit_on_error=False)
+    parser.add_class_arguments(model_class, "model")
+    return parser.parse_args([]).model.as_dict()
+
+
+@pytest.mark.parametrize(("model_class", "network"), PAIRS, ids=["seer", "patchtst"])
+def test_the_config_takes_the_networks_arguments_and_the_training_settings_with_their_defaults(model_class, network):
+    expected = {**_defaults(Forecaster.__init__), **_defaults(network)}
+    expected.pop("self")
+    assert config_defaults(model_class) == expected
+
+
+@pytest.mark.parametrize(("model_class", "network"), PAIRS, ids=["seer", "patchtst"])
+def test_no_wrapper_repeats_its_networks_signature(model_class, network):
+    assert "__init__" not in vars(model_class)
+    assert model_class.build_network is network
+
+
+def test_the_saved_hyperparameters_hold_the_networks_defaults_too():
+    """A model built in Python saves what a config would: every argument, the network's defaults included."""
+    model = SEERForecaster(num_channels=3, d_model=16, n_heads=2, d_ff=16)
+    assert model.hparams["d_model"] == 16 and model.hparams["num_experts"] == 8 and model.hparams["lr"] == 1e-4
+    assert set(model.hparams) == set(config_defaults(SEERForecaster))
