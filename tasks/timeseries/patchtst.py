@@ -74,9 +74,10 @@ class PatchTSTNet(nn.Module):
 
 
 class PatchTSTForecaster(Forecaster):
-    """LightningModule for :class:`PatchTSTNet` (its config trains with the paper's MSE loss; same training loop, early
-    stopping and corrupted-input test as SEER; the network's arguments and the other settings of
-    :class:`~zoo_tasks.timeseries.forecaster.Forecaster` are this model's too). Batches are (x (B, seq_len, C), y (B, pred_len, C)).
-    ``num_channels=None`` (the default) is the data's: ``zoo fit`` fills it from ``model_shapes()``."""
+    """LightningModule for :class:`PatchTSTNet` (its config trains with the paper's MSE loss; same training loop,
+    early stopping and corrupted-input test as SEER; the network's arguments and the other settings of
+    :class:`~zoo_tasks.timeseries.forecaster.Forecaster` are this model's too). Batches are (x (B, seq_len, C),
+    y (B, pred_len, C)). ``num_channels=None`` (the default) is the data's: ``zoo fit`` fills it from
+    ``model_shapes()``."""
 
     build_network = staticmethod(PatchTSTNet)
