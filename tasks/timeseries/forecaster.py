@@ -7,7 +7,6 @@ args: a module mapping x ``(B, L, C)`` to a :class:`Forecast` (the forecast
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -23,6 +22,7 @@ from zoo.callbacks.periodic_checkpoint import PeriodicCheckpoint
 from zoo.errors import ConfigError
 from zoo.moe import Routing
 from zoo.task_module import MoETaskModule, StepLoss
+from zoo.utils.signature import signature_defaults
 from zoo_tasks.timeseries.corruption import Corruption, CorruptionStream
 
 LOSSES = {"mae": F.l1_loss, "mse": F.mse_loss}
@@ -68,12 +68,6 @@ def check_probability(**rates: float) -> None:
             raise ConfigError(f"model.init_args.{name} must be in [0, 1), got {value}")
 
 
-def network_defaults(build) -> dict:
-    """The keyword defaults of a network class's signature."""
-    params = inspect.signature(build).parameters.values()
-    return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
-
-
 class Forecaster(MoETaskModule):
     """Base LightningModule around a forecasting network (``build_network``, built from the init args this class
     does not take): MAE or MSE training loss, Adam with TFB's ``type3`` schedule (constant for 4
@@ -106,7 +100,7 @@ class Forecaster(MoETaskModule):
         **network,
     ):
         super().__init__()
-        network = {**network_defaults(self.build_network), **network}  # saved whole, as a config would give it
+        network = {**signature_defaults(self.build_network), **network}  # saved whole, as a config would give it
         self.save_hyperparameters()  # from this frame up: the subclass's own arguments, these and ``network``
         if loss not in LOSSES:
             raise ConfigError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")

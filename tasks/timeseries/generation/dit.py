@@ -95,11 +95,20 @@ class DiTBlock(nn.Module):
         return x + gate2 * y, routing
 
 
+def check_shapes(seq_len: int | None, channels: int | None) -> None:
+    """Raise a ConfigError naming a window shape left to the data (None) that nothing filled."""
+    if seq_len is None:
+        raise ConfigError("model.init_args.seq_len is not set (the data's seq_len fills it under `zoo fit`)")
+    if channels is None:
+        raise ConfigError("model.init_args.channels is not set (the data's channels fill it under `zoo fit`)")
+
+
 class DiTDenoiser(nn.Module):
     """eps-prediction DiT over non-overlapping patches of a window of ``channels`` series.
 
     Args:
-        seq_len, patch_len: window length L and patch length p (S = L / p tokens).
+        seq_len, patch_len: window length L and patch length p (S = L / p tokens); ``None`` is the data's (``zoo fit``
+            fills it from the datamodule's ``model_shapes()``).
         d_model, depth, n_heads: transformer sizes.
         ffn_hidden: the dense FFN width; each MoE expert has ``ffn_hidden // top_k`` (equal active width).
         moe: routed FFNs (TimeMoDE) or dense ones (the dense twin, TimeDP's setting).
@@ -119,7 +128,7 @@ class DiTDenoiser(nn.Module):
 
     def __init__(
         self,
-        seq_len: int,
+        seq_len: int | None = None,
         patch_len: int = 4,
         d_model: int = 64,
         depth: int = 4,
@@ -135,10 +144,11 @@ class DiTDenoiser(nn.Module):
         router_timestep: bool = True,
         num_latents: int = 16,
         latent_dim: int = 32,
-        channels: int = 1,
+        channels: int | None = 1,
         prompted: bool = True,
     ):
         super().__init__()
+        check_shapes(seq_len, channels)
         if seq_len % patch_len:
             raise ConfigError(f"seq_len {seq_len} is not divisible by patch_len {patch_len}")
         if channels < 1:

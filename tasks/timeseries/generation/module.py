@@ -23,7 +23,6 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import numpy as np
 import torch
@@ -32,10 +31,11 @@ from torch import Tensor
 from zoo.errors import ConfigError
 from zoo.moe import Routing
 from zoo.task_module import MoETaskModule, StepLoss
+from zoo.utils.signature import signature_defaults
 from zoo_tasks.timeseries.generation.diagnostics import ExpertLoad
 from zoo_tasks.timeseries.generation.diffusion import GaussianDiffusion
 from zoo_tasks.timeseries.generation.diffusion_ts_evaluation import DiffusionTSEvaluation, check_metric_settings
-from zoo_tasks.timeseries.generation.dit import DiTDenoiser
+from zoo_tasks.timeseries.generation.dit import DiTDenoiser, check_shapes
 from zoo_tasks.timeseries.generation.evaluation import GenerationEvaluation, repeat_prompts
 from zoo_tasks.timeseries.generation.prompts import DomainPrompter
 
@@ -44,7 +44,8 @@ LOSSES = ("l1", "l2")
 
 class TimeMoDE(DiffusionTSEvaluation, GenerationEvaluation, MoETaskModule):
     """Prompt-conditioned DiT diffusion generator (TimeMoDE with ``moe=True``, the dense twin with ``moe=False``);
-    unconditional with ``prompted=False``.
+    unconditional with ``prompted=False``. The network's arguments (:class:`DiTDenoiser`'s: window shape, sizes,
+    mixture, prompt pool) are this model's own: it takes them as ``**network`` and passes them on in one call.
 
     Shapes: ``loss_and_routing((x (B, L, C), domain (B,))) -> (loss (), {layer: Routing})``;
     ``generate(prompts (k, L) normalised, n) -> (n, L)`` normalised windows (prompted, C = 1);
@@ -60,22 +61,6 @@ class TimeMoDE(DiffusionTSEvaluation, GenerationEvaluation, MoETaskModule):
 
     def __init__(
         self,
-        seq_len: int | None = None,
-        patch_len: int = 4,
-        d_model: int = 64,
-        depth: int = 4,
-        n_heads: int = 4,
-        ffn_hidden: int = 256,
-        moe: bool = True,
-        num_experts: int = 8,
-        top_k: int = 2,
-        router: str = "topk",
-        router_kwargs: dict[str, Any] | None = None,
-        aux_weights: dict[str, float] | None = None,
-        router_prompt: bool = True,
-        router_timestep: bool = True,
-        num_latents: int = 16,
-        latent_dim: int = 32,
         prompt_dim: int = 32,
         cond_drop_prob: float = 0.5,
         timesteps: int = 200,
@@ -96,16 +81,16 @@ class TimeMoDE(DiffusionTSEvaluation, GenerationEvaluation, MoETaskModule):
         plots: bool = True,
         finetune_steps: int = 0,
         finetune_lr: float = 1e-4,
-        channels: int | None = 1,
-        prompted: bool = True,
         metric_repeats: int = 5,
         metric_iterations: dict[str, int] | None = None,
+        **network,
     ):
         super().__init__()
-        if seq_len is None:
-            raise ConfigError("model.init_args.seq_len is not set (the data's seq_len fills it under `zoo fit`)")
-        if channels is None:
-            raise ConfigError("model.init_args.channels is not set (the data's channels fill it under `zoo fit`)")
+        network = {**signature_defaults(DiTDenoiser), **network}  # saved whole, as a config would give it
+        # read into names: jsonargparse follows ``network`` only into the ``DiTDenoiser(**network)`` call
+        seq_len, channels, moe, prompted = network["seq_len"], network["channels"], network["moe"], network["prompted"]
+        num_latents, latent_dim, num_experts = network["num_latents"], network["latent_dim"], network["num_experts"]
+        check_shapes(seq_len, channels)  # before the prompter, which needs them
         check_metric_settings(metric_repeats, metric_iterations)
         if loss not in LOSSES:
             raise ConfigError(f"model.init_args.loss {loss!r}; choose one of {', '.join(LOSSES)}")
@@ -113,30 +98,12 @@ class TimeMoDE(DiffusionTSEvaluation, GenerationEvaluation, MoETaskModule):
             raise ConfigError(f"model.init_args.finetune_steps must be >= 0, got {finetune_steps}")
         if not 0 <= cond_drop_prob < 1:
             raise ConfigError(f"model.init_args.cond_drop_prob must be in [0, 1), got {cond_drop_prob}")
-        aux_weights = {"load_balance": 0.01} if aux_weights is None else dict(aux_weights)
+        given = network["aux_weights"]
+        aux_weights = network["aux_weights"] = {"load_balance": 0.01} if given is None else {**given}
         self.save_hyperparameters()
         self.aux_weights = aux_weights if moe else {}
         self.prompter = DomainPrompter(seq_len, channels, prompt_dim, num_latents, latent_dim) if prompted else None
-        self.net = DiTDenoiser(
-            seq_len,
-            patch_len,
-            d_model,
-            depth,
-            n_heads,
-            ffn_hidden,
-            moe,
-            num_experts,
-            top_k,
-            router,
-            router_kwargs,
-            aux_weights,
-            router_prompt,
-            router_timestep,
-            num_latents,
-            latent_dim,
-            channels,
-            prompted,
-        )
+        self.net = DiTDenoiser(**network)
         self.diffusion = GaussianDiffusion(timesteps, schedule, linear_start, linear_end)
         self.expert_load = ExpertLoad(num_experts, timesteps, timestep_bands) if moe else None
 

@@ -1,6 +1,7 @@
-"""A forecaster's config arguments are its network's plus the shared training settings, written once: SEER's and
-PatchTST's LightningModules name their network class (``build_network``) and repeat none of its signature, and
-LightningCLI still reads every argument, default and type from the network (jsonargparse resolves ``**network``)."""
+"""A time-series model's config arguments are its network's plus its own training settings, each written once:
+SEER's and PatchTST's LightningModules name their network class (``build_network``), TimeMoDE passes ``**network``
+to its DiT, none repeats the network's signature, and LightningCLI still reads every argument, default and type
+from the network (jsonargparse follows ``**network`` into that one call)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 from jsonargparse import ArgumentParser
 
 from zoo_tasks.timeseries.forecaster import Forecaster
+from zoo_tasks.timeseries.generation.dit import DiTDenoiser
+from zoo_tasks.timeseries.generation.module import TimeMoDE
 from zoo_tasks.timeseries.patchtst import PatchTSTForecaster, PatchTSTNet
 from zoo_tasks.timeseries.seer import SEERForecaster, SEERNet
 
@@ -40,8 +43,23 @@ def test_no_wrapper_repeats_its_networks_signature(model_class, network):
     assert model_class.build_network is network
 
 
-def test_the_saved_hyperparameters_hold_the_networks_defaults_too():
+def test_timemode_takes_its_dits_arguments_beside_its_own():
+    expected = {**_defaults(TimeMoDE.__init__), **_defaults(DiTDenoiser)}
+    expected.pop("self")
+    assert config_defaults(TimeMoDE) == expected
+    assert not set(_defaults(TimeMoDE.__init__)) & set(_defaults(DiTDenoiser))
+
+
+@pytest.mark.parametrize(
+    ("make", "model_class"),
+    [
+        (lambda: SEERForecaster(num_channels=3, d_model=16, n_heads=2, d_ff=16), SEERForecaster),
+        (lambda: TimeMoDE(seq_len=24, d_model=16, n_heads=2), TimeMoDE),
+    ],
+    ids=["seer", "timemode"],
+)
+def test_the_saved_hyperparameters_hold_the_networks_defaults_too(make, model_class):
     """A model built in Python saves what a config would: every argument, the network's defaults included."""
-    model = SEERForecaster(num_channels=3, d_model=16, n_heads=2, d_ff=16)
-    assert model.hparams["d_model"] == 16 and model.hparams["num_experts"] == 8 and model.hparams["lr"] == 1e-4
-    assert set(model.hparams) == set(config_defaults(SEERForecaster))
+    model = make()
+    assert model.hparams["d_model"] == 16 and model.hparams["num_experts"] == 8
+    assert set(model.hparams) == set(config_defaults(model_class))
