@@ -137,13 +137,56 @@ def _record(task: str, moe: list[float], dense: list[float], env: tuple[list, li
             "regimes": {"idle-unset": regime}}  # fmt: skip
 
 
+def _runs(task: str, ratios: list[float], env: bool = False) -> list[dict]:
+    """One record per run of the bench, each of three pairs at ``ratios[i]`` times the twin's step (agents: ``env``,
+    the same as env-steps/s shares)."""
+    runs = []
+    for i, r in enumerate(ratios):
+        shares = ([100.0 * r] * 3, [100.0] * 3) if env else None
+        run = _record(task, [10.0 * r, 10.0 * r, 10.0 * r], [10.0, 10.0, 10.0], env=shares)
+        run["date"] = f"2026-01-0{i + 1}T00:00:00Z"
+        runs.append(run)
+    return runs
+
+
+def test_a_target_is_judged_over_runs_and_one_run_of_many_pairs_is_not_enough(tmp_path):
+    """Each run gives one value (the median of its pairs): one run, however many pairs it holds, is one value, not a
+    verdict; runs that spread more than one run's pairs do give the tie their spread calls for."""
+    one_run = _record("one", [11.0 + 0.01 * i for i in range(60)], [10.0] * 60)  # 60 tight pairs at 1.1x
+    assert page.verdict("one", one_run).comparison.outcome == "n too small"
+    assert page.verdict("met", *[(r := _runs("met", [1.1, 1.12, 1.08]))[-1], r]).met
+    spread = _runs("spread", [1.22, 1.27, 1.33])  # DroneDINO's three runs: each of them alone looked decided
+    judged = page.verdict("spread", spread[-1], spread)
+    assert judged.comparison.outcome == "tie" and judged.ours == "1.27×" and judged.comparison.n == 3
+    agents = _runs("agent", [0.9, 0.92, 0.91], env=True)
+    assert page.verdict("agent", agents[-1], agents).met
+
+
+def test_the_runs_are_the_records_of_the_newest_ones_code_on_its_cpu_kind(tmp_path):
+    runs = _runs("t", [1.1, 1.2, 1.3, 1.4, 1.5])
+    for run in runs:
+        run.update(source_hash="new", machine={"cpu": "AMD EPYC", "cpu_id": "family 25 model 1 stepping 1"})
+    runs[0]["source_hash"] = "old"  # other code
+    runs[1]["machine"] = {"cpu": "Intel Xeon", "cpu_id": "family 6 model 106 stepping 6"}  # other CPU kind
+    runs[2]["regimes"] = {"contended-unset": runs[2]["regimes"].pop("idle-unset")}  # not measured idle
+    for i, run in enumerate(runs):
+        (tmp_path / f"{i}.json").write_text(json.dumps(run))
+    (tmp_path / "other-task.json").write_text(json.dumps({**runs[3], "task": "u"}))
+    found = page.runs_of(runs[4], tmp_path)
+    assert [path.name for path, _ in found] == ["3.json", "4.json"]
+    records = page.newest_records(tmp_path)
+    text = page.render_page(records, ["t"], tmp_path)
+    assert "| MoE / twin step ≤ 1.3× (idle-unset) | t | 1.45× | 2 |" in text
+    assert all(f"`{name}`" in text or f"{name})" in text for name in ("3.json", "4.json"))  # named under the table
+
+
 def test_the_page_is_rendered_from_the_records_alone(tmp_path):
     fast = _record("fast", [11.0, 12.0, 13.0], [10.0, 10.0, 10.0])
     records = {("fast", "idle-unset"): (tmp_path / "fast.json", fast)}
     text = page.render_page(records, ["fast", "unmeasured"], tmp_path)
     assert "| fast | M vs T (D) | 12.0 | 10.0 | 1.20× |" in text
     assert "| unmeasured | no benchmark record |" in text
-    assert "| MoE / twin step ≤ 1.3× (idle-unset) | fast | 1.20× | 3 |" in text
+    assert "| MoE / twin step ≤ 1.3× (idle-unset) | fast | 1.20× | 1 |" in text  # one run: n too small
     empty = page.render_page({}, ["fast", "unmeasured"], tmp_path)
     rows = [line for line in empty.splitlines() if line.startswith(("| fast", "| unmeasured"))]
     assert rows and not any(re.search(r"\d", line) for line in rows)  # no record, no number
@@ -174,30 +217,40 @@ def test_an_idle_run_and_a_later_contended_run_are_both_on_the_page(tmp_path):
     text = page.render_page(records, ["fast"], tmp_path)
     assert "| fast | M vs T (D) | 12.0 | 10.0 | 1.20× |" in text  # idle table, from the older record
     assert "| fast | M vs T (D) | 24.0 | 20.0 | 1.20× |" in text  # contended table, from the newer one
-    assert "| MoE / twin step ≤ 1.3× (idle-unset) | fast | 1.20× | 3 |" in text  # judged idle
+    assert "| MoE / twin step ≤ 1.3× (idle-unset) | fast | 1.20× | 1 |" in text  # judged idle
     assert "a-idle.json" in text and "b-contended.json" in text
+
+
+SLOW_RUNS = [1.0, 1.02, 0.98]  # three runs' step ratios as factors of a record's own
+
+
+def _slow_runs(slow: dict) -> list[dict]:
+    """Three runs of ``slow`` (the last is ``slow`` itself): its step ratio, 2% above and below."""
+    ratio = page.step_ratio(slow["regimes"]["idle-unset"])
+    return [*_runs("slow", [ratio * f for f in SLOW_RUNS[1:]]), slow]
 
 
 def test_a_missed_target_states_the_bound_its_record_measured(tmp_path):
     slow = _record("slow", [30.0, 31.0, 29.0], [10.0, 10.0, 10.0])
-    line = page.bound_line("slow", slow)
+    line = page.bound_line("slow", slow, runs=_slow_runs(slow))
     # routing + dispatch + combine: 3 phases x 3 ms of a 40 ms profiled step; without them 30 x (1 - 0.225) / 10
     assert "22%" in line and "2.33×" in line and "4 routing call(s) of 256 tokens" in line
-    assert page.bound_line("fast", _record("fast", [11.0, 12.0, 11.5], [10.0, 10.0, 10.0])) is None  # met
-    assert page.bound_line("few", _record("few", [30.0, 31.0], [10.0, 10.0])) is None  # n too small: not judged
+    assert page.bound_line("fast", (fast := _runs("fast", [1.1, 1.15, 1.12]))[-1], runs=fast) is None  # met
+    assert page.bound_line("few", slow) is None  # one run: n too small, not judged
 
 
 def test_a_tie_states_that_its_interval_holds_the_bar_and_what_its_work_is(tmp_path):
-    close = _record("close", [12.0, 14.0, 11.0, 13.5, 12.5], [10.0, 10.0, 10.0, 10.0, 10.0])  # 1.25x, pairs 1.1-1.4x
-    assert page.verdict("close", close).comparison.outcome == "tie"
-    line = page.bound_line("close", close, _flop_record("close", 2_000, 1_000))
-    assert line.startswith("- **close** (1.25× the twin's step, idle-unset): its median is ≤ 1.3×, but the 95 %")
+    close = _runs("close", [1.1, 1.4, 1.25, 1.35, 1.2])  # median 1.25x, runs 1.1-1.4x
+    assert page.verdict("close", close[-1], close).comparison.outcome == "tie"
+    line = page.bound_line("close", close[-1], _flop_record("close", 2_000, 1_000), runs=close)
+    assert line.startswith("- **close** (1.25× the twin's step, median of 5 runs, idle-unset): its median is ≤ 1.3×")
     assert "it does 2.00× its twin's FLOPs per step, at 0.62× the twin's time per FLOP." in line
 
 
 def test_an_agent_is_judged_on_environment_steps_per_second(tmp_path):
     agent = _record("agent", [12.0, 12.0, 12.0], [10.0, 10.0, 10.0], env=([90.0, 92.0, 91.0], [100.0, 100.0, 100.0]))
-    verdict = page.verdict("agent", agent)
+    runs = [*_runs("agent", [0.9, 0.93], env=True), agent]
+    verdict = page.verdict("agent", agent, runs)
     assert verdict.target.startswith("env steps/s ≥ 0.8×") and verdict.ours == "0.91×" and verdict.met
 
 
@@ -212,10 +265,10 @@ def _flop_record(task: str, moe: int, dense: int, calls: tuple[int, int] | None 
 
 def test_a_missed_target_is_told_apart_as_arithmetic_or_execution_by_the_flop_count(tmp_path):
     slow = _record("slow", [30.0, 31.0, 29.0], [10.0, 10.0, 10.0])  # 3.00x the twin's step
-    more_work = page.bound_line("slow", slow, _flop_record("slow", 2_800, 1_000))
+    more_work = page.bound_line("slow", slow, _flop_record("slow", 2_800, 1_000), _slow_runs(slow))
     assert "the bound is the MoE model's arithmetic: it does 2.80× its twin's FLOPs" in more_work
     assert "at 1.07× the twin's time per FLOP" in more_work
-    same_work = page.bound_line("slow", slow, _flop_record("slow", 1_100, 1_000))
+    same_work = page.bound_line("slow", slow, _flop_record("slow", 1_100, 1_000), _slow_runs(slow))
     assert "the bound is the execution of its work" in same_work and "2.73× the twin's time per FLOP" in same_work
     records = {("slow", "idle-unset"): (tmp_path / "a.json", slow), ("slow", "flops"): (tmp_path / "b.json", None)}
     records[("slow", "flops")] = (tmp_path / "b.json", _flop_record("slow", 2_800, 1_000))
@@ -228,7 +281,7 @@ def test_a_missed_target_is_told_apart_as_arithmetic_or_execution_by_the_flop_co
 def test_an_execution_bound_names_how_many_more_operations_the_step_issues(tmp_path):
     slow = _record("slow", [30.0, 31.0, 29.0], [10.0, 10.0, 10.0])
     counted = _flop_record("slow", 1_100_000, 1_000_000, calls=(400, 100))
-    line = page.bound_line("slow", slow, counted)
+    line = page.bound_line("slow", slow, counted, _slow_runs(slow))
     assert "it issues 4.00× the twin's ATen calls per step, of 2.75 k FLOPs on average against the twin's 10 k" in line
     records = {("slow", "idle-unset"): (tmp_path / "a.json", slow), ("slow", "flops"): (tmp_path / "b.json", counted)}
     assert "| 1.10× | 3.00× | 2.73× | 400 | 100 | 2.75 k | 10 k |" in page.render_page(records, ["slow"], tmp_path)
