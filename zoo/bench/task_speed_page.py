@@ -287,6 +287,11 @@ def _tie_line(task: str, regime: str, value: float, runs: int, flops: dict | Non
     return text + (f"; it does {work:.2f}× its twin's FLOPs per step, at {value / work:.2f}× the twin's time per FLOP.")
 
 
+def _runs_phrase(value: float, runs: int, env: bool) -> str:
+    what = "env steps/s" if env else "step"
+    return f"{value:.2f}× the twin's {what}, median of {runs} runs"
+
+
 def bound_line(task: str, record: dict, flops: dict | None = None, runs: list[dict] | None = None) -> str | None:
     """For a task whose idle target is judged over ``runs`` and not met (missed, or a tie: its interval holds the bar):
     the bound its newest record measured, in one sentence (``flops``: the task's FLOP-count record, which tells its
@@ -316,7 +321,8 @@ def bound_line(task: str, record: dict, flops: dict | None = None, runs: list[di
         else "no zoo.moe router call seen"
     )
     text = (
-        f"- **{task}** ({ratio:.2f}× the twin's step, {regime}): routing + dispatch + combine take "
+        f"- **{task}** ({_runs_phrase(value, len(runs), env)}; its newest run, whose split this is: {ratio:.2f}× the "
+        f"twin's step, {regime}): routing + dispatch + combine take "
         f"{overhead:.0%} of the profiled MoE step ({calls}), the expert GEMMs {gemms:.0%}"
         + (f" (not seen: {', '.join(unseen)})" if unseen else "")
         + f"; without routing, dispatch and combine the step would be {without:.2f}× the twin's: "
