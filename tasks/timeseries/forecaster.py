@@ -1,6 +1,6 @@
 """The training / evaluation loop shared by every forecaster of this task (SEER, its dense twin, PatchTST).
 
-A subclass names its network class (``build_network``), built as ``self.net`` from the model's other init
+A subclass builds its network (``build_network``), as ``self.net``, from the model's other init
 args: a module mapping x ``(B, L, C)`` to a :class:`Forecast` (the forecast
 ``(B, H, C)``, the routing of its mixtures, their weighted aux loss, and detached task diagnostics).
 """
@@ -100,7 +100,6 @@ class Forecaster(MoETaskModule):
         **network,
     ):
         super().__init__()
-        network = {**signature_defaults(self.build_network), **network}  # saved whole, as a config would give it
         self.save_hyperparameters()  # from this frame up: the subclass's own arguments, these and ``network``
         if loss not in LOSSES:
             raise ConfigError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
@@ -123,13 +122,15 @@ class Forecaster(MoETaskModule):
         self._stream: CorruptionStream | None = None
         self._test_stats: dict[str, dict[str, Tensor]] = {}
         self.net = self.build_network(**network)
+        # the network's defaults too, as a config would give them (a model built in Python passes only some)
+        self.hparams.update({k: v for k, v in signature_defaults(type(self.net)).items() if k not in self.hparams})
 
-    @staticmethod
-    def build_network(**network) -> torch.nn.Module:
-        """The forecasting network built from the model's remaining init args: a subclass sets this to its network
-        class (``build_network = staticmethod(SEERNet)``), and LightningCLI reads that class's signature as the
-        model's own (jsonargparse resolves ``**network`` through this call), so no wrapper repeats it."""
-        raise NotImplementedError("a Forecaster subclass sets build_network to its network class")
+    def build_network(self, **network) -> torch.nn.Module:
+        """The forecasting network built from the model's remaining init args. A subclass returns its network class
+        called with them (``return SEERNet(**network)``): jsonargparse follows ``**network`` into that call and
+        LightningCLI lists the class's arguments, with their types and defaults, as the model's own, so no wrapper
+        repeats them."""
+        raise NotImplementedError("a Forecaster subclass builds its network here")
 
     # ------------------------------------------------------------------ forward
     def forward(self, x: Tensor) -> Tensor:

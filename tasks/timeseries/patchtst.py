@@ -80,4 +80,5 @@ class PatchTSTForecaster(Forecaster):
     y (B, pred_len, C)). ``num_channels=None`` (the default) is the data's: ``zoo fit`` fills it from
     ``model_shapes()``."""
 
-    build_network = staticmethod(PatchTSTNet)
+    def build_network(self, **network) -> PatchTSTNet:
+        return PatchTSTNet(**network)

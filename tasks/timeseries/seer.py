@@ -255,4 +255,5 @@ class SEERForecaster(Forecaster):
     default) is the data's: ``zoo fit`` fills it from ``ForecastingDataModule.model_shapes()``.
     """
 
-    build_network = staticmethod(SEERNet)
+    def build_network(self, **network) -> SEERNet:
+        return SEERNet(**network)
