@@ -70,7 +70,8 @@ def check_probability(**rates: float) -> None:
 
 class Forecaster(MoETaskModule):
     """Base LightningModule around a forecasting network (``build_network``, built from the init args this class
-    does not take): MAE or MSE training loss, Adam with TFB's ``type3`` schedule (constant for 4
+    does not take): MAE or MSE training loss (``loss``; by default the class's ``default_loss``: MAE, PatchTST's MSE),
+    Adam with TFB's ``type3`` schedule (constant for 4
     epochs, then x0.9 per epoch), early stopping on ``val/loss``, and a test pass that also evaluates
     seeded corruptions of the inputs (``test/mse_missing``, ``test/mse_spike``, ``test/mse_noise``, ...).
 
@@ -84,10 +85,11 @@ class Forecaster(MoETaskModule):
     progress_bar = ("train/loss", "val/loss")
     synced_stages = ("val",)  # at world > 1 the checkpoint monitor is the mean val/loss of every process
     optimizer_hparams = ("lr",)
+    default_loss = "mae"  # the training loss when ``loss`` is not given (a subclass sets its paper's)
 
     def __init__(
         self,
-        loss: str = "mae",
+        loss: str | None = None,
         lr: float = 1e-4,
         lr_decay: float = 0.9,
         patience: int = 5,
@@ -101,6 +103,7 @@ class Forecaster(MoETaskModule):
     ):
         super().__init__()
         self.save_hyperparameters()  # from this frame up: the subclass's own arguments, these and ``network``
+        loss = self.hparams["loss"] = loss or self.default_loss
         if loss not in LOSSES:
             raise ConfigError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
         if not (lr > 0 and math.isfinite(lr)):

@@ -74,11 +74,13 @@ class PatchTSTNet(nn.Module):
 
 
 class PatchTSTForecaster(Forecaster):
-    """LightningModule for :class:`PatchTSTNet` (its config trains with the paper's MSE loss; same training loop,
+    """LightningModule for :class:`PatchTSTNet` (MSE training loss as in the paper; same training loop,
     early stopping and corrupted-input test as SEER; the network's arguments and the other settings of
     :class:`~zoo_tasks.timeseries.forecaster.Forecaster` are this model's too). Batches are (x (B, seq_len, C),
     y (B, pred_len, C)). ``num_channels=None`` (the default) is the data's: ``zoo fit`` fills it from
     ``model_shapes()``."""
+
+    default_loss = "mse"
 
     def build_network(self, **network) -> PatchTSTNet:
         return PatchTSTNet(**network)

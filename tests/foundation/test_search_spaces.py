@@ -2,10 +2,9 @@
 init argument of the model (or datamodule) of every row it tunes, each matrix row resolves, and the MoE row's
 model takes the router arguments the matrix sets."""
 
-import inspect
-
 import pytest
 import yaml
+from jsonargparse import ArgumentParser
 
 from zoo.registry import discover, load_object
 from zoo.runner.rows import find_row
@@ -17,15 +16,13 @@ SPECS = [load.spec for load in discover() if load.spec is not None and (load.spe
 
 
 def _init_args(spec, row, part: str) -> set[str]:
+    """The init arguments LightningCLI gives the row's model (or datamodule) class: jsonargparse's view, which also
+    follows ``**kwargs`` passed on to a base class or a network."""
     config = yaml.safe_load(spec.config_path(row.config).read_text())
     module, _, name = config[part]["class_path"].rpartition(".")
-    found: set[str] = set()
-    for cls in load_object(f"{module}:{name}").__mro__:  # **kwargs pass on to the base class's arguments
-        params = inspect.signature(cls.__init__).parameters.values()
-        found |= {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - {"self"}
-        if not any(p.kind == p.VAR_KEYWORD for p in params):
-            break
-    return found
+    parser = ArgumentParser(exit_on_error=False)
+    parser.add_class_arguments(load_object(f"{module}:{name}"), part, fail_untyped=False)
+    return {action.dest.partition(".")[2] for action in parser._actions if action.dest.startswith(f"{part}.")}
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
