@@ -6,9 +6,9 @@ Targets (issue 62): the MoE step is at most ``TARGET_RATIO`` times its twin's on
 an environment (its records carry environment steps: the RL agents) is judged instead on environment steps per
 second, at least ``TARGET_ENV_SHARE`` of its twin's. Judged with ``zoo.bench.claims`` over runs, not over the steps of
 one run: each run of the bench (one record) gives one value, the median of its interleaved pairs, and the runs are
-every record of the task that measured the regime with the same code (source hash) on the same CPU kind. Two runs of
-unchanged code on one machine differed by more than one run's interval over its pairs (DroneDINO 1.22x, 1.27x and
-1.33x its twin; MoE-GS 1.31x and 1.56x), so the pairs of one process are not independent enough to judge on.
+every record of the task that measured the regime with the same code (source hash) on the same CPU kind. The pairs
+of one run share that process and the machine's state while it ran, so they are not independent replicates: runs
+are, as seeds are for a training result.
 
 Where a task misses its target, the page states the bound its newest record measured: how much of the MoE step
 routing, dispatch and combine take (and what the step would be without them), the expert GEMMs' share and, from the
@@ -57,8 +57,9 @@ METHOD = (
 RUNS_NOTE = (
     "Here n counts runs, not pairs: each run of `zoo bench tasks` (one record) gives one value, the median of its "
     "interleaved pairs, and a task is judged over every run that measured it idle with the code of its newest record "
-    "(its source hash) on the same CPU kind; ours is the median over those runs. Two runs of unchanged code on this "
-    "machine have differed by more than one run's interval over its pairs, so one run's pairs cannot carry a verdict."
+    "(its source hash) on the same CPU kind; ours is the median over those runs. The pairs of one run share its "
+    "process and the machine's state while it ran, so runs, not pairs, are the replicates (as seeds are for a training "
+    "result)."
 )
 FLOPS = "flops"  # zoo bench tasks' counting pseudo-regime (``zoo.bench.tasks.FLOPS``)
 FLOP_METHOD = (
