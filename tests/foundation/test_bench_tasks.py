@@ -154,7 +154,8 @@ def test_a_target_is_judged_over_runs_and_one_run_of_many_pairs_is_not_enough(tm
     verdict; runs that spread more than one run's pairs do give the tie their spread calls for."""
     one_run = _record("one", [11.0 + 0.01 * i for i in range(60)], [10.0] * 60)  # 60 tight pairs at 1.1x
     assert page.verdict("one", one_run).comparison.outcome == "n too small"
-    assert page.verdict("met", *[(r := _runs("met", [1.1, 1.12, 1.08]))[-1], r]).met
+    met = _runs("met", [1.1, 1.12, 1.08])
+    assert page.verdict("met", met[-1], met).met
     spread = _runs("spread", [1.22, 1.27, 1.33])  # DroneDINO's three runs: each of them alone looked decided
     judged = page.verdict("spread", spread[-1], spread)
     assert judged.comparison.outcome == "tie" and judged.ours == "1.27×" and judged.comparison.n == 3
@@ -172,7 +173,7 @@ def test_the_runs_are_the_records_of_the_newest_ones_code_on_its_cpu_kind(tmp_pa
     for i, run in enumerate(runs):
         (tmp_path / f"{i}.json").write_text(json.dumps(run))
     (tmp_path / "other-task.json").write_text(json.dumps({**runs[3], "task": "u"}))
-    found = page.runs_of(runs[4], tmp_path)
+    found = page.runs_of(runs[4], page.bench_records(tmp_path))
     assert [path.name for path, _ in found] == ["3.json", "4.json"]
     records = page.newest_records(tmp_path)
     text = page.render_page(records, ["t"], tmp_path)

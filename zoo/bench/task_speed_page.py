@@ -89,14 +89,19 @@ def record_regimes(record: dict) -> list[str]:
     return list(dict.fromkeys([*asked, *(record.get("regimes") or {})]))
 
 
+def bench_records(folder: Path) -> list[Entry]:
+    """Every ``zoo bench tasks`` record of a task in ``folder``, by file name."""
+    entries = (
+        [(path, json.loads(path.read_text())) for path in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    )
+    return [(path, record) for path, record in entries if record.get("bench") == "tasks" and record.get("task")]
+
+
 def newest_records(folder: Path) -> dict[tuple[str, str], Entry]:
     """(task, regime) -> (file, record): for each regime a task ran in, the newest (by ``date``, then file name)
     ``zoo bench tasks`` record that ran it."""
     found: dict[tuple[str, str], Entry] = {}
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        record = json.loads(path.read_text())
-        if record.get("bench") != "tasks" or not record.get("task"):
-            continue
+    for path, record in bench_records(folder):
         for regime in record_regimes(record):
             held = found.get((record["task"], regime))
             if held is None or (record.get("date", ""), path.name) >= (held[1].get("date", ""), held[0].name):
@@ -104,30 +109,24 @@ def newest_records(folder: Path) -> dict[tuple[str, str], Entry]:
     return found
 
 
-def same_cpu_kind(a: dict, b: dict) -> bool:
-    """Whether two records' machines are one CPU kind (``zoo.leaderboard.compare``'s keys, each as both name it)."""
-    ma, mb = a.get("machine") or {}, b.get("machine") or {}
-    return not different_kinds(
-        {k: str(ma[k]) for k in IDENTITY_KEYS if ma.get(k)}, {k: str(mb[k]) for k in IDENTITY_KEYS if mb.get(k)}
-    )
+def _cpu_kind(record: dict) -> dict[str, str]:
+    machine = record.get("machine") or {}
+    return {k: str(machine[k]) for k in IDENTITY_KEYS if machine.get(k)}
 
 
-def runs_of(judged: dict, folder: Path) -> list[Entry]:
-    """The runs a task's target is judged over: every ``zoo bench tasks`` record in ``folder`` of ``judged``'s task
-    that measured its judged regime with its source hash on its CPU kind, ``judged`` among them; oldest first."""
+def runs_of(judged: dict, entries: list[Entry]) -> list[Entry]:
+    """The runs a task's target is judged over: every record of ``entries`` (``bench_records``) of ``judged``'s task
+    that measured its judged regime with its source hash on its CPU kind (``zoo.leaderboard.compare``'s keys, each as
+    both name it), ``judged`` among them; oldest first."""
     regime = judged_regime(judged)
-    runs: list[Entry] = []
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        record = json.loads(path.read_text())
-        numbers = (record.get("regimes") or {}).get(regime) or {}
-        if (
-            record.get("bench") == "tasks"
-            and record.get("task") == judged.get("task")
-            and numbers.get("status") == "measured"
-            and record.get("source_hash") == judged.get("source_hash")
-            and same_cpu_kind(record, judged)
-        ):
-            runs.append((path, record))
+    runs = [
+        (path, record)
+        for path, record in entries
+        if record["task"] == judged.get("task")
+        and ((record.get("regimes") or {}).get(regime) or {}).get("status") == "measured"
+        and record.get("source_hash") == judged.get("source_hash")
+        and not different_kinds(_cpu_kind(record), _cpu_kind(judged))
+    ]
     return sorted(runs, key=lambda entry: (entry[1].get("date", ""), entry[0].name))
 
 
@@ -387,7 +386,9 @@ def render_page(records: dict[tuple[str, str], Entry], tasks: list[str], page_di
     for regime in regimes:
         lines += regime_table(regime, records, tasks)
     judged = {t: judged_entry(records, t) for t in tasks}
-    run_entries = {t: runs_of(judged[t][1], judged[t][0].parent) if judged[t] else [] for t in tasks}
+    folders = {path.parent for path, _ in records.values()}
+    every = [entry for folder in sorted(folders) for entry in bench_records(folder)]  # read once for every task
+    run_entries = {t: runs_of(judged[t][1], every) if judged[t] else [] for t in tasks}
     runs = {t: [record for _, record in run_entries[t]] for t in tasks}
     verdicts = [verdict(t, judged[t] and judged[t][1], runs[t]) for t in tasks]
     lines += ["## Targets", "", RUNS_NOTE, "", *claims_table(verdicts), ""]

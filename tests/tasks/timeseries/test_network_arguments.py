@@ -5,11 +5,10 @@ from the network (jsonargparse follows ``**network`` into that one call)."""
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 from jsonargparse import ArgumentError, ArgumentParser
 
+from zoo.utils.signature import signature_defaults
 from zoo_tasks.timeseries.forecaster import Forecaster
 from zoo_tasks.timeseries.generation.dit import DiTDenoiser
 from zoo_tasks.timeseries.generation.module import TimeMoDE
@@ -17,11 +16,6 @@ from zoo_tasks.timeseries.patchtst import PatchTSTForecaster, PatchTSTNet
 from zoo_tasks.timeseries.seer import SEERForecaster, SEERNet
 
 PAIRS = [(SEERForecaster, SEERNet), (PatchTSTForecaster, PatchTSTNet)]
-
-
-def _defaults(fn) -> dict:
-    params = inspect.signature(fn).parameters.values()
-    return {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD}
 
 
 def config_defaults(model_class) -> dict:
@@ -32,8 +26,7 @@ def config_defaults(model_class) -> dict:
 
 @pytest.mark.parametrize(("model_class", "network"), PAIRS, ids=["seer", "patchtst"])
 def test_the_config_takes_the_networks_arguments_and_the_training_settings_with_their_defaults(model_class, network):
-    expected = {**_defaults(Forecaster.__init__), **_defaults(network)}
-    expected.pop("self")
+    expected = {**signature_defaults(Forecaster.__init__), **signature_defaults(network)}
     assert config_defaults(model_class) == expected
 
 
@@ -55,10 +48,9 @@ def test_the_networks_arguments_are_type_checked_like_the_models_own(model_class
 
 
 def test_timemode_takes_its_dits_arguments_beside_its_own():
-    expected = {**_defaults(TimeMoDE.__init__), **_defaults(DiTDenoiser)}
-    expected.pop("self")
+    expected = {**signature_defaults(TimeMoDE.__init__), **signature_defaults(DiTDenoiser)}
     assert config_defaults(TimeMoDE) == expected
-    assert not set(_defaults(TimeMoDE.__init__)) & set(_defaults(DiTDenoiser))
+    assert not set(signature_defaults(TimeMoDE.__init__)) & set(signature_defaults(DiTDenoiser))
 
 
 @pytest.mark.parametrize(
