@@ -21,6 +21,16 @@ REPO = Path(__file__).resolve().parent.parent
 TOY_PLUGIN = REPO / "tests" / "fixtures" / "toy_plugin"
 
 
+def class_parser(cls, part: str = "model", fail_untyped: bool = True):
+    """A jsonargparse parser holding ``cls``'s init arguments under ``part``, as LightningCLI reads them (it follows
+    ``**kwargs`` passed on to a base class or a network); a bad value raises ``ArgumentError`` instead of exiting."""
+    from jsonargparse import ArgumentParser
+
+    parser = ArgumentParser(exit_on_error=False)
+    parser.add_class_arguments(cls, part, fail_untyped=fail_untyped)
+    return parser
+
+
 def mirror() -> Path | None:
     """The dataset mirror by the library's own rule (``zoo.data.resolve.data_mirror``), if it exists."""
     from zoo.data.resolve import data_mirror

@@ -4,7 +4,7 @@ model takes the router arguments the matrix sets."""
 
 import pytest
 import yaml
-from jsonargparse import ArgumentParser
+from zoo_testing import class_parser
 
 from zoo.registry import discover, load_object
 from zoo.runner.rows import find_row
@@ -20,8 +20,7 @@ def _init_args(spec, row, part: str) -> set[str]:
     follows ``**kwargs`` passed on to a base class or a network."""
     config = yaml.safe_load(spec.config_path(row.config).read_text())
     module, _, name = config[part]["class_path"].rpartition(".")
-    parser = ArgumentParser(exit_on_error=False)
-    parser.add_class_arguments(load_object(f"{module}:{name}"), part, fail_untyped=False)
+    parser = class_parser(load_object(f"{module}:{name}"), part, fail_untyped=False)
     return {action.dest.partition(".")[2] for action in parser._actions if action.dest.startswith(f"{part}.")}
 
 

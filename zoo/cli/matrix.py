@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from zoo.cli.options import add_threads_option
+from zoo.cli.options import add_record_options, add_threads_option, grid_options
 from zoo.errors import ConfigError
 from zoo.registry import repository_root
 from zoo.runner.dirty_tree import refuse_dirty_tree
-from zoo.runner.matrix import MatrixOptions, run_matrix
+from zoo.runner.matrix import run_matrix
 from zoo.runner.stop_signal import stopping_between_runs
 from zoo.runner.threads import set_threads
 
@@ -34,20 +34,12 @@ def _parser() -> argparse.ArgumentParser:
         default="",
         help="comma-separated routers (default: the built-in ones; name a plugin router to add it)",
     )
-    p.add_argument("--dry-run", action="store_true", help="list the runs to do and about how long they take")
-    p.add_argument("--allow-dirty", action="store_true", help="write records from uncommitted sources")
-    p.add_argument(
-        "--rerun-stale",
-        action="store_true",
-        help="re-run and replace the records that other code or matrix settings than today's wrote (page mark °), "
-        "tuning their cells again unless their study ran today's code and settings; re-probe the cells marked n/a",
+    add_record_options(
+        p,
+        rerun_stale="re-run and replace the records that other code or matrix settings than today's wrote (page mark "
+        "°), tuning their cells again unless their study ran today's code and settings; re-probe the cells marked n/a",
+        dry_run="list the runs to do and about how long they take",
     )
-    p.add_argument(
-        "--reverify-only",
-        action="store_true",
-        help="re-verify the stale records by behaviour (zoo.reverify), re-stamp those whose probes match, run nothing",
-    )
-    p.add_argument("--no-reverify", action="store_true", help="with --rerun-stale: skip the re-verification")
     add_threads_option(p)
     p.add_argument("--leaderboard", type=Path, default=None, help="leaderboard folder (default: the repo's)")
     p.add_argument("--runs", type=Path, default=None, help="folder for studies, logs and checkpoints (default: runs/)")
@@ -70,5 +62,4 @@ def matrix_main(argv: list[str]) -> int:
         refuse_dirty_tree()
     runs = ns.runs or repository_root() / "runs"
     leaderboard = ns.leaderboard or repository_root() / "leaderboard"
-    options = MatrixOptions(ns.only, ns.rerun_stale, ns.reverify_only, ns.no_reverify, ns.dry_run)
-    return run_matrix(routers, options, leaderboard, runs)
+    return run_matrix(routers, grid_options(ns), leaderboard, runs)

@@ -18,13 +18,13 @@ import argparse
 from pathlib import Path
 
 from zoo.cli.matrix import matrix_main
-from zoo.cli.options import add_threads_option
+from zoo.cli.options import add_record_options, add_threads_option, grid_options
 from zoo.errors import ConfigError
 from zoo.registry import get_task, repository_root
 from zoo.runner.dirty_tree import refuse_dirty_tree
 from zoo.runner.matrix_page import page
 from zoo.runner.pages import write_pages
-from zoo.runner.reproduce import GridOptions, reproduce_grid
+from zoo.runner.reproduce import reproduce_grid
 from zoo.runner.stop_signal import stopping_between_runs
 from zoo.runner.task_home import task_home
 from zoo.runner.threads import set_threads
@@ -52,28 +52,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run (seed, fold) by (seed, fold) across all rows, so every row grows evenly if the run is cut short",
     )
-    p.add_argument(
-        "--rerun-stale",
-        action="store_true",
-        help="also run rows whose record was not written by the current code (page mark °) and replace it; "
+    add_record_options(
+        p,
+        rerun_stale="also run rows whose record was not written by the current code (page mark °) and replace it; "
         "prints each re-run's largest metric change",
-    )
-    p.add_argument(
-        "--reverify-only",
-        action="store_true",
-        help="re-verify the stale records by behaviour (a short probe at their code and at HEAD, zoo.reverify), "
-        "re-stamp those whose probes are identical, and run nothing else",
-    )
-    p.add_argument(
-        "--no-reverify",
-        action="store_true",
-        help="with --rerun-stale: re-run every stale record without re-verifying it by behaviour first",
-    )
-    p.add_argument("--dry-run", action="store_true", help="list the runs that would execute and exit")
-    p.add_argument(
-        "--allow-dirty",
-        action="store_true",
-        help="write records although source files are uncommitted or untracked (the records say so)",
+        dry_run="list the runs that would execute and exit",
     )
     p.add_argument(
         "--verify",
@@ -93,19 +76,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--runs", type=Path, default=None, help="folder for logs and checkpoints (default: runs/)")
     return p
-
-
-def _grid_options(ns: argparse.Namespace) -> GridOptions:
-    return GridOptions(
-        only=ns.only,
-        exclude=ns.exclude,
-        quick=ns.quick,
-        interleave=ns.interleave,
-        rerun_stale=ns.rerun_stale,
-        reverify_only=ns.reverify_only,
-        no_reverify=ns.no_reverify,
-        dry_run=ns.dry_run,
-    )
 
 
 def render_main(argv: list[str]) -> int:
@@ -142,4 +112,4 @@ def reproduce_main(argv: list[str]) -> int:
     if not ns.quick and not ns.dry_run and not ns.allow_dirty and not ns.reverify_only:
         refuse_dirty_tree(home)
     leaderboard = ns.leaderboard or (runs_root / "quick" / "leaderboard" if ns.quick else home.leaderboard)
-    return reproduce_grid(spec, _grid_options(ns), leaderboard, runs_root)
+    return reproduce_grid(spec, grid_options(ns), leaderboard, runs_root)

@@ -28,21 +28,10 @@ from zoo.runner.matrix_requires import requirements_to_do, run_requirements
 from zoo.runner.matrix_runs import CellToRun, run_cell
 from zoo.runner.matrix_time import MatrixTime
 from zoo.runner.matrix_tuning import is_tuned
+from zoo.runner.reproduce import GridOptions
 from zoo.runner.reverification import reverify_cells
 from zoo.runner.rows import find_row
 from zoo.tuning.matrix_row import requires
-
-
-@dataclass(frozen=True)
-class MatrixOptions:
-    """Which cells of the table to do and how: ``zoo reproduce matrix``'s options of the same names (``only``: the
-    tasks, default all)."""
-
-    only: list[str] = field(default_factory=list)
-    rerun_stale: bool = False
-    reverify_only: bool = False
-    no_reverify: bool = False
-    dry_run: bool = False
 
 
 @dataclass
@@ -106,9 +95,10 @@ def _task_cells(task: _TaskRow, routers, options, leaderboard: Path, runs: Path,
     return failures
 
 
-def run_matrix(routers: list[str], options: MatrixOptions, leaderboard: Path, runs: Path) -> int:
+def run_matrix(routers: list[str], options: GridOptions, leaderboard: Path, runs: Path) -> int:
     """Re-verify (``reverify_only``, or ``rerun_stale`` without ``no_reverify``), time (``dry_run``) or run the
-    table's cells of ``routers`` (and the dense twins); the exit status (1 when a run failed)."""
+    table's cells of ``routers`` (and the dense twins) of the tasks ``options.only`` names (default: all); the exit
+    status (1 when a run failed)."""
     if options.reverify_only or (options.rerun_stale and not options.no_reverify):
         restamped = reverify_cells(options.only, leaderboard, options.dry_run)
         if options.reverify_only:

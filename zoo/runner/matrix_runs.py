@@ -3,23 +3,20 @@ fit and test each of its (seed, fold) runs with the tuned values and write its r
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from zoo.cli.fit_test import fit_and_test
 from zoo.leaderboard.matrix import DENSE, MATRIX_TASK, write_not_applicable
-from zoo.leaderboard.record import read_record, record_key, record_path, write_record
+from zoo.leaderboard.record import RunRecord, record_key, record_path
 from zoo.leaderboard.settings import settings_fingerprint
 from zoo.registry import BenchmarkRow, TaskSpec
-from zoo.runner.failures import report_failed_run
 from zoo.runner.matrix_cells import CELL_SETTINGS, cell_args, cell_is_current
 from zoo.runner.matrix_na import probe, remove_cell_records
 from zoo.runner.matrix_page import page
 from zoo.runner.matrix_tuning import recorded_tuning
-from zoo.runner.metric_change import metric_change
+from zoo.runner.recorded_run import DONE, FAILED, HELD, RecordedRun, record_run
 from zoo.runner.records import record_of
-from zoo.runner.run_folder import mark_rerun, set_aside_old_run, set_aside_other_code
 from zoo.runner.run_lock import RunLock
 from zoo.runner.stop_signal import stop_if_asked
 from zoo.runner.tuning import study_folder, tune_row
@@ -50,45 +47,35 @@ def run_cell_run(
     leaderboard: Path,
     rerun_stale: bool,
 ) -> int:
-    """Fit and test one ``run`` (seed, fold) of ``cell`` with its tuned values and write its record (replacing a
-    stale one with ``rerun_stale``); 1 when it failed or gave no finite test metric, else 0."""
+    """Fit and test one ``run`` (seed, fold) of ``cell`` with its tuned values and write its record
+    (``zoo.runner.recorded_run``: replacing a stale one with ``rerun_stale``); 1 when it failed or gave no finite
+    test metric, else 0."""
     label, row, (seed, fold) = cell.label, cell.row, run
     key = record_key(label, spec.name, seed, fold)
-    stop_if_asked(f"{spec.name} / {key}")
+    args = cell_args(spec, label, seed, fold)
+    settings = settings_fingerprint(args)
     run_dir = runs / "reproduce" / MATRIX_TASK / f"{spec.name}__{key}"
-    lock = RunLock(run_dir)
-    if not lock.acquire():
-        print(f"  {key}: another process runs it", flush=True)
-        return 0
-    try:
-        path = record_path(MATRIX_TASK, key, leaderboard)
-        old = read_record(path) if path.exists() else None
-        if old is not None and (not rerun_stale or cell_is_current(spec, old)):
-            return 0  # recorded meanwhile by another process sharing the table
-        if old is not None and (moved := set_aside_old_run(run_dir, path)) is not None:
-            print(f"  {key}: the stale record's run folder moved to {moved}", flush=True)
-        args = cell_args(spec, label, seed, fold)
-        settings = settings_fingerprint(args)
-        args += tuned.overrides
-        if (moved := set_aside_other_code(run_dir, args)) is not None:
-            print(f"  {key}: its checkpoint came from other code or settings; moved to {moved}", flush=True)
-        if old is not None:
-            mark_rerun(run_dir, path)
-        try:
-            result = fit_and_test(args, run_dir)
-        except Exception as exc:  # noqa: BLE001 - any error of one run: reported, the table goes on
-            print(report_failed_run(run_dir, key, exc), flush=True)
-            return 1
+    recorded = RecordedRun(key, run_dir, record_path(MATRIX_TASK, key, leaderboard), [*args, *tuned.overrides])
+
+    def fit() -> RunRecord:
+        result = fit_and_test(list(recorded.args), run_dir)
         extra = {**result.extra, "tuning": tuned.to_dict(), "row": f"{row.method}/{row.dataset}"}
         extra[CELL_SETTINGS] = settings
         overrides = " ".join(cell_overrides(spec.matrix, None if label == DENSE else label)) or "its settings"
         note = f"{row.method}/{row.dataset} with {overrides}"
-        record = record_of(result, MATRIX_TASK, label, spec.name, seed, fold, True, note, extra)
-        write_record(record, leaderboard)
-        print(f"  {key}: {record.metrics}" + (f" ({metric_change(old, record)})" if old else ""), flush=True)
-        return int(not record.metrics or any(math.isnan(v) for v in record.metrics.values()))
-    finally:
-        lock.release()
+        return record_of(result, MATRIX_TASK, label, spec.name, seed, fold, True, note, extra)
+
+    done = lambda rec: not rerun_stale or cell_is_current(spec, rec)  # noqa: E731
+    outcome = record_run(recorded, done, fit, leaderboard)
+    if outcome.status == HELD:
+        print(f"  {key}: another process runs it", flush=True)
+    if outcome.status == FAILED:
+        return 1
+    if outcome.status == DONE:
+        change = outcome.change()
+        print(f"  {key}: {outcome.record.metrics}" + (f" ({change})" if change else ""), flush=True)
+        return int(not outcome.finite)
+    return 0
 
 
 def run_cell(

@@ -9,40 +9,24 @@ is held. ``quick`` adds each row's ``quick_overrides`` (a smoke run).
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from zoo.cli.fit_test import fit_and_test, last_checkpoint
-from zoo.leaderboard.record import (
-    RunRecord,
-    read_record,
-    read_records,
-    record_key,
-    record_path,
-    results_dir,
-    write_record,
-)
+from zoo.leaderboard.record import RunRecord, read_records, record_key, record_path, results_dir
 from zoo.leaderboard.settings import SETTINGS_KEY, is_current, row_args, settings_fingerprint
 from zoo.registry import BenchmarkRow, TaskSpec
 from zoo.runinfo import git_commit
-from zoo.runner.failures import report_failed_run
 from zoo.runner.grid_time import time_to_do
-from zoo.runner.metric_change import metric_change
 from zoo.runner.pages import write_pages
+from zoo.runner.recorded_run import DONE, FAILED, HELD, RECORDED, Outcome, RecordedRun, record_run
 from zoo.runner.records import record_of
 from zoo.runner.reverification import reverify_stale
 from zoo.runner.rows import selected
-from zoo.runner.run_folder import (
-    checkpoint_from_other_code,
-    holds_old_run,
-    mark_rerun,
-    set_aside_old_run,
-    set_aside_other_code,
-)
+from zoo.runner.run_folder import checkpoint_from_other_code, holds_old_run
 from zoo.runner.run_lock import RunLock
-from zoo.runner.stop_signal import stop_if_asked
 from zoo.runner.task_home import task_home
 from zoo.runner.tuning import tune_row
 
@@ -72,6 +56,23 @@ class GridTally:
 
     failures: int = 0
     failed: list[str] = field(default_factory=list)
+
+    def count(self, outcome: Outcome, key: str, label: str, folder: Path) -> None:
+        """Say what became of the run ``key`` (``label``: its place in the grid and its key; ``folder``: where its
+        record went) and count what went wrong."""
+        if outcome.status == HELD:
+            print(f"{label}: skipped, another process runs it ({outcome.holder})", flush=True)
+        elif outcome.status == RECORDED:
+            print(f"{label}: skipped, recorded meanwhile", flush=True)
+        elif outcome.status == FAILED:
+            self.failed.append(key)
+        else:
+            if outcome.old is not None:
+                print(f"  {outcome.change()}", flush=True)
+            if not outcome.finite:
+                print(f"  no finite test metrics for {key}: {outcome.record.metrics}", flush=True)
+                self.failures += 1
+            print(f"  {outcome.record.metrics}  ({outcome.record.wall_time_s:.1f} s) -> {folder}", flush=True)
 
 
 def run_one(
@@ -121,15 +122,6 @@ def _dry_run_line(args: list[str], row: BenchmarkRow, seed: int, fold: int | Non
     return line
 
 
-def _current_record(spec: TaskSpec, path: Path, rerun_stale: bool) -> RunRecord | None:
-    """The record at ``path`` when it counts as done: it exists and, with ``rerun_stale``, it is current
-    (``is_current``)."""
-    if not path.exists():
-        return None
-    record = read_record(path)
-    return record if not rerun_stale or is_current(spec, record) else None
-
-
 def runs_to_do(
     spec: TaskSpec, records: list[RunRecord], options: GridOptions
 ) -> tuple[list[tuple[BenchmarkRow, int, int | None]], set[str]]:
@@ -158,63 +150,21 @@ def _list_runs(spec, todo, records, quick: bool, leaderboard: Path, runs_dir: Pa
         print(time_to_do(spec, todo, records))
 
 
-def _run_claimed(spec, item, label: str, options: GridOptions, leaderboard: Path, run_dir: Path, tally: GridTally):
-    """Run one (row, seed, fold) whose run folder this process holds and write its record; the record, or None
-    when it was recorded meanwhile by another process or its run raised (counted in ``tally``)."""
-    row, seed, fold = item
-    key = record_key(row.method, row.dataset, seed, fold)
-    # another process sharing the grid may have finished this run since the list was made
-    path = record_path(spec.name, key, leaderboard)
-    if _current_record(spec, path, options.rerun_stale) is not None:
-        print(f"{label}: skipped, recorded meanwhile", flush=True)
-        return None
-    old = read_record(path) if path.exists() else None
-    print(label + (" (re-run of a stale record)" if old else ""), flush=True)
-    if old is not None:
-        if (moved := set_aside_old_run(run_dir, path)) is not None:
-            print(f"  the old run's folder moved to {moved}", flush=True)
-    args = row_args(spec, row, seed, fold, options.quick)
-    if (moved := set_aside_other_code(run_dir, args)) is not None:
-        print(f"  its checkpoint came from other code or settings; moved to {moved}", flush=True)
-    if old is not None:
-        mark_rerun(run_dir, path)
-    try:
-        record = run_one(spec, row, seed, fold, options.quick, run_dir, args)
-    except Exception as exc:  # noqa: BLE001 - any error of one run: reported, the grid goes on
-        print(report_failed_run(run_dir, key, exc), flush=True)
-        tally.failed.append(key)
-        return None
-    if old is not None:
-        print(f"  {metric_change(old, record)}", flush=True)
-    if any(math.isnan(v) for v in record.metrics.values()) or not record.metrics:
-        print(f"  no finite test metrics for {key}: {record.metrics}", flush=True)
-        tally.failures += 1
-    write_record(record, leaderboard)
-    return record
-
-
 def run_grid(spec: TaskSpec, todo, options: GridOptions, leaderboard: Path, runs_dir: Path) -> GridTally:
-    """Run the runs ``todo`` one after the other (skipping those another process holds), re-rendering the task's
-    page every ``PAGE_INTERVAL_S``; what went wrong."""
+    """Run the runs ``todo`` one after the other (``zoo.runner.recorded_run``: skipping those another process holds
+    or has recorded meanwhile), re-rendering the task's page every ``PAGE_INTERVAL_S``; what went wrong."""
     tally = GridTally()
     pages_written = time.monotonic()
+    done = lambda rec: not options.rerun_stale or is_current(spec, rec)  # noqa: E731
     for i, (row, seed, fold) in enumerate(todo, 1):
         key = record_key(row.method, row.dataset, seed, fold)
-        stop_if_asked(key)
-        run_dir = runs_dir / key
-        lock = RunLock(run_dir)
-        if not lock.acquire():
-            print(f"[{i}/{len(todo)}] {key}: skipped, another process runs it ({lock.holder()})", flush=True)
-            continue
-        try:
-            label = f"[{i}/{len(todo)}] {key}"
-            record = _run_claimed(spec, (row, seed, fold), label, options, leaderboard, run_dir, tally)
-        finally:
-            lock.release()
-        if record is None:
-            continue
-        print(f"  {record.metrics}  ({record.wall_time_s:.1f} s) -> {results_dir(spec.name, leaderboard)}", flush=True)
-        if time.monotonic() - pages_written >= PAGE_INTERVAL_S:
+        args = row_args(spec, row, seed, fold, options.quick)
+        run = RecordedRun(key, runs_dir / key, record_path(spec.name, key, leaderboard), args)
+        label = f"[{i}/{len(todo)}] {key}"
+        fit = partial(run_one, spec, row, seed, fold, options.quick, run.run_dir, args)
+        outcome = record_run(run, done, fit, leaderboard, label)
+        tally.count(outcome, key, label, results_dir(spec.name, leaderboard))
+        if outcome.status == DONE and time.monotonic() - pages_written >= PAGE_INTERVAL_S:
             write_pages(spec, leaderboard)
             pages_written = time.monotonic()
     return tally

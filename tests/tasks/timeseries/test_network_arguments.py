@@ -6,7 +6,8 @@ from the network (jsonargparse follows ``**network`` into that one call)."""
 from __future__ import annotations
 
 import pytest
-from jsonargparse import ArgumentError, ArgumentParser
+from jsonargparse import ArgumentError
+from zoo_testing import class_parser
 
 from zoo.utils.signature import signature_defaults
 from zoo_tasks.timeseries.forecaster import Forecaster
@@ -19,9 +20,7 @@ PAIRS = [(SEERForecaster, SEERNet), (PatchTSTForecaster, PatchTSTNet)]
 
 
 def config_defaults(model_class) -> dict:
-    parser = ArgumentParser(exit_on_error=False)
-    parser.add_class_arguments(model_class, "model")
-    return parser.parse_args([]).model.as_dict()
+    return class_parser(model_class).parse_args([]).model.as_dict()
 
 
 @pytest.mark.parametrize(("model_class", "network"), PAIRS, ids=["seer", "patchtst"])
@@ -40,8 +39,7 @@ def test_no_wrapper_repeats_its_networks_signature(model_class, network):
 def test_the_networks_arguments_are_type_checked_like_the_models_own(model_class):
     """A network argument of the wrong type is refused when the config is parsed, as before the change (a call through
     a ``staticmethod`` alias left them unvalidated: any value passed on to the network)."""
-    parser = ArgumentParser(exit_on_error=False)
-    parser.add_class_arguments(model_class, "model")
+    parser = class_parser(model_class)
     assert parser.parse_args(["--model.d_model", "32"]).model.d_model == 32
     with pytest.raises(ArgumentError, match="d_model"):
         parser.parse_args(["--model.d_model", "wide"])
