@@ -24,6 +24,11 @@ def _run(tmp_path) -> RecordedRun:
     return RecordedRun(KEY, tmp_path / "runs" / KEY, record_path("toy", KEY, tmp_path / "lb"), [])
 
 
+def _never(record: RunRecord) -> bool:
+    """No record is current (each one is stale with --rerun-stale)."""
+    return False
+
+
 class Fit:
     """A stand-in for fit-then-test that counts its calls."""
 
@@ -39,7 +44,7 @@ class Fit:
 
 def test_a_first_run_is_fitted_and_its_record_written(tmp_path):
     run, fit = _run(tmp_path), Fit(0.9)
-    outcome = record_run(run, lambda rec: True, fit, tmp_path / "lb")
+    outcome = record_run(run, fit, tmp_path / "lb", False, _never)
     assert (outcome.status, fit.calls, outcome.old, outcome.finite) == (DONE, 1, None, True)
     assert read_record(run.record_file).metrics == {"test/acc": 0.9}
 
@@ -49,7 +54,7 @@ def test_a_run_another_process_holds_is_left_to_it_unfitted(tmp_path):
     held = RunLock(run.run_dir)
     assert held.acquire()
     try:
-        outcome = record_run(run, lambda rec: True, fit, tmp_path / "lb")
+        outcome = record_run(run, fit, tmp_path / "lb", False, _never)
     finally:
         held.release()
     assert (outcome.status, fit.calls) == (HELD, 0)
@@ -59,17 +64,17 @@ def test_a_run_another_process_holds_is_left_to_it_unfitted(tmp_path):
 
 def test_a_record_written_meanwhile_is_not_run_again_but_a_stale_one_is_replaced(tmp_path):
     run = _run(tmp_path)
-    record_run(run, lambda rec: True, Fit(0.5), tmp_path / "lb")
+    record_run(run, Fit(0.5), tmp_path / "lb", False, _never)
     old_checkpoint = last_checkpoint(run.run_dir)
     old_checkpoint.parent.mkdir(parents=True)
     old_checkpoint.write_text("the old run's weights")
     os.utime(old_checkpoint, (0, 0))  # older than its record: the recorded run's own checkpoint
 
     fit = Fit(0.8)
-    outcome = record_run(run, lambda rec: True, fit, tmp_path / "lb")
+    outcome = record_run(run, fit, tmp_path / "lb", False, _never)
     assert (outcome.status, fit.calls) == (RECORDED, 0)
 
-    outcome = record_run(run, lambda rec: False, fit, tmp_path / "lb", label="[1/1] " + KEY)  # stale: re-run
+    outcome = record_run(run, fit, tmp_path / "lb", True, _never, label="[1/1] " + KEY)  # --rerun-stale
     assert (outcome.status, fit.calls, outcome.old.metrics) == (DONE, 1, {"test/acc": 0.5})
     assert read_record(run.record_file).metrics == {"test/acc": 0.8}
     assert "max |Δ| vs the old record = 0.3 (test/acc)" == outcome.change()
@@ -80,12 +85,12 @@ def test_a_record_written_meanwhile_is_not_run_again_but_a_stale_one_is_replaced
 
 def test_a_run_that_raises_writes_no_record_and_says_why_in_one_line(tmp_path, capsys):
     run, fit = _run(tmp_path), Fit(error=RuntimeError("broken on purpose\nsecond line"))
-    outcome = record_run(run, lambda rec: True, fit, tmp_path / "lb")
+    outcome = record_run(run, fit, tmp_path / "lb", False, _never)
     assert (outcome.status, outcome.record) == (FAILED, None) and not run.record_file.exists()
     line = capsys.readouterr().out.strip()
     assert line == f"FAILED {KEY}: RuntimeError: broken on purpose (traceback: {run.run_dir / 'error.log'})"
 
 
 def test_a_record_without_finite_metrics_is_written_and_flagged(tmp_path):
-    outcome = record_run(_run(tmp_path), lambda rec: True, Fit(float("nan")), tmp_path / "lb")
+    outcome = record_run(_run(tmp_path), Fit(float("nan")), tmp_path / "lb", False, _never)
     assert outcome.status == DONE and not outcome.finite

@@ -4,6 +4,7 @@ fit and test each of its (seed, fold) runs with the tuned values and write its r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from zoo.cli.fit_test import fit_and_test
@@ -65,8 +66,7 @@ def run_cell_run(
         note = f"{row.method}/{row.dataset} with {overrides}"
         return record_of(result, MATRIX_TASK, label, spec.name, seed, fold, True, note, extra)
 
-    done = lambda rec: not rerun_stale or cell_is_current(spec, rec)  # noqa: E731
-    outcome = record_run(recorded, done, fit, leaderboard)
+    outcome = record_run(recorded, fit, leaderboard, rerun_stale, partial(cell_is_current, spec))
     if outcome.status == HELD:
         print(f"  {key}: another process runs it", flush=True)
     if outcome.status == FAILED:

@@ -2,7 +2,8 @@
 benchmark row's seed and fold) and of ``zoo reproduce matrix`` (a cell's seed and fold) takes, written once.
 
 1. Claim the run folder (``zoo.runner.run_lock``); a folder another process holds is left to it.
-2. Skip the run when its record was written meanwhile by another process sharing the grid (``done``).
+2. Skip the run when its record was written meanwhile by another process sharing the grid: any record counts, or
+   with ``--rerun-stale`` only a current one (``current``).
 3. Before re-running a stale record: set the old run's folder aside (``set_aside_old_run``) and mark which record
    the re-run replaces (``mark_rerun``); a killed run's checkpoint from other code or settings is set aside too
    (``set_aside_other_code``), so a resumed run never mixes two versions.
@@ -61,19 +62,21 @@ class Outcome:
 
 def record_run(
     run: RecordedRun,
-    done: Callable[[RunRecord], bool],
     fit: Callable[[], RunRecord],
     leaderboard: Path,
+    rerun_stale: bool,
+    current: Callable[[RunRecord], bool],
     label: str = "",
 ) -> Outcome:
-    """Take ``run``'s steps (the module docstring): ``done(record)`` says whether an existing record counts as
-    recorded (with ``--rerun-stale`` only a current one does); ``fit()`` fits, tests and returns the record (not
-    yet written). ``label``, when given, is printed as the run starts."""
+    """Take ``run``'s steps (the module docstring): ``fit()`` fits, tests and returns the record (not yet written);
+    an existing record counts as recorded unless ``rerun_stale`` and not ``current(record)``. ``label``, when
+    given, is printed as the run starts."""
     stop_if_asked(run.key)
     lock = RunLock(run.run_dir)
     if not lock.acquire():
         return Outcome(HELD, holder=lock.holder())
     try:
+        done = lambda rec: not rerun_stale or current(rec)  # noqa: E731
         return _record_claimed(run, done, fit, leaderboard, label)
     finally:
         lock.release()

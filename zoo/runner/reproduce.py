@@ -155,14 +155,14 @@ def run_grid(spec: TaskSpec, todo, options: GridOptions, leaderboard: Path, runs
     or has recorded meanwhile), re-rendering the task's page every ``PAGE_INTERVAL_S``; what went wrong."""
     tally = GridTally()
     pages_written = time.monotonic()
-    done = lambda rec: not options.rerun_stale or is_current(spec, rec)  # noqa: E731
+    current = partial(is_current, spec)
     for i, (row, seed, fold) in enumerate(todo, 1):
         key = record_key(row.method, row.dataset, seed, fold)
         args = row_args(spec, row, seed, fold, options.quick)
         run = RecordedRun(key, runs_dir / key, record_path(spec.name, key, leaderboard), args)
         label = f"[{i}/{len(todo)}] {key}"
         fit = partial(run_one, spec, row, seed, fold, options.quick, run.run_dir, args)
-        outcome = record_run(run, done, fit, leaderboard, label)
+        outcome = record_run(run, fit, leaderboard, options.rerun_stale, current, label)
         tally.count(outcome, key, label, results_dir(spec.name, leaderboard))
         if outcome.status == DONE and time.monotonic() - pages_written >= PAGE_INTERVAL_S:
             write_pages(spec, leaderboard)
